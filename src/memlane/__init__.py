@@ -1,0 +1,3 @@
+"""memlane: a local-first memory layer for AI coding agents."""
+
+__version__ = "0.1.0"

