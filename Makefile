@@ -1,0 +1,38 @@
+# memlane — two entry points: `make demo` (set up + run the main job) and `make test` (set up + all tests).
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.memlane-installed
+
+.PHONY: demo test lint setup clean bench
+
+setup: $(STAMP)
+
+# The CPU build of PyTorch is installed first and pinned: without it, sentence-transformers would pull a
+# multi-gigabyte CUDA build onto a CPU-only machine. `torch==2.13.0` resolves to the CPU wheel shipped
+# on these machines (/opt/wheels); elsewhere the PyTorch CPU index provides it.
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet "torch==2.13.0" || \
+		$(PY) -m pip install --quiet "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu
+	$(PY) -m pip install --quiet -e ".[dev]"
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/memlane demo
+
+# pytest exits 5 when it collected no tests: that is a failure, not a pass.
+test: $(STAMP)
+	$(PY) -m pytest -q; status=$$?; \
+	if [ $$status -eq 5 ]; then echo "no tests were collected" >&2; exit 1; fi; exit $$status
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/mypy
+
+bench: $(STAMP)
+	$(PY) benchmarks/hook_latency.py
+
+clean:
+	rm -rf $(VENV) build dist src/*.egg-info

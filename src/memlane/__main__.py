@@ -1,0 +1,3 @@
+from memlane.entry import main
+
+main()

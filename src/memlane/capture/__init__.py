@@ -1,0 +1,1 @@
+"""Capture: turning Claude Code hook payloads and transcripts into stored events."""

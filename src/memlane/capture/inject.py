@@ -1,0 +1,90 @@
+"""What the hooks give back to Claude: the session-start digest and per-prompt memories.
+
+Both stay inside ``injection.max_chars`` (Claude Code cuts additionalContext at 10,000 characters)
+by dropping whole lines, so a citation is never cut in half. When nothing is relevant, nothing is
+returned and nothing is injected.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memlane.config import Config
+from memlane.store.db import Event, Store, parse_query
+
+HEADER = "memlane: relevant memory from earlier sessions in this project (expand with `memlane show mem:ID`)."
+
+
+def one_line(text: str, limit: int = 240) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def event_line(event: Event, limit: int = 240) -> str:
+    day = event.ts[:16].replace("T", " ")
+    return f"- [{event.cite}] {day} {event.type.replace('_', ' ')}: {one_line(event.content, limit)}"
+
+
+def fit(lines: Sequence[str], max_chars: int) -> str:
+    """Join lines, dropping trailing ones (never cutting one) to stay within ``max_chars``."""
+    out: list[str] = []
+    used = 0
+    for line in lines:
+        if used + len(line) + 1 > max_chars:
+            break
+        out.append(line)
+        used += len(line) + 1
+    return "\n".join(out)
+
+
+def _coverage(event: Event, terms: list[str]) -> int:
+    text = event.content.lower()
+    return sum(1 for t in terms if t in text)
+
+
+def prompt_memories(store: Store, prompt: str, cfg: Config, exclude_ids: Sequence[str] = ()) -> list[Event]:
+    """Full-text memories for a prompt: hits sharing enough distinct words with it."""
+    if len(prompt.strip()) < cfg.injection.min_prompt_chars:
+        return []
+    words, trigrams, short = parse_query(prompt)
+    terms = [w.strip('"').lower() for w in words]
+    hits = store.fts(prompt, limit=cfg.injection.max_results * 4, exclude_ids=exclude_ids)
+    need = 1 if len(terms) <= 1 else 2
+    chosen: list[Event] = []
+    for event, _score in hits:
+        if terms and _coverage(event, terms) < need:
+            continue
+        if event.type in ("session_start", "session_end"):
+            continue
+        chosen.append(event)
+        if len(chosen) >= cfg.injection.max_results:
+            break
+    return chosen
+
+
+def prompt_context(store: Store, prompt: str, cfg: Config, exclude_ids: Sequence[str] = ()) -> str:
+    events = prompt_memories(store, prompt, cfg, exclude_ids)
+    if not events:
+        return ""
+    return fit([HEADER, *(event_line(e) for e in events)], cfg.injection.max_chars)
+
+
+def session_start_context(store: Store, session_id: str, cfg: Config, extra: Sequence[str] = ()) -> str:
+    """The previous session's summary and recent prompts from other sessions."""
+    lines: list[str] = []
+    previous = [s for s in store.sessions(limit=10) if s["id"] != session_id]
+    summarised = next((s for s in previous if s.get("summary")), None)
+    if summarised:
+        lines.append(f"Previous session ({str(summarised['last_activity'])[:10]}, "
+                     f"{summarised['prompt_count']} prompt(s)):")
+        lines.extend(f"  {line}" for line in str(summarised["summary"]).split("\n"))
+    recent = [e for e in store.history(types=["user_prompt"], limit=cfg.injection.session_start_recent * 3)
+              if e.session_id != session_id][: cfg.injection.session_start_recent]
+    if recent:
+        lines.append("Recent prompts:")
+        lines.extend(event_line(e, 200) for e in recent)
+    lines.extend(extra)
+    if not lines:
+        return ""
+    head = "memlane: where this project left off (expand with `memlane show mem:ID`)."
+    return fit([head, *lines], cfg.injection.max_chars)

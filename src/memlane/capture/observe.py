@@ -1,0 +1,219 @@
+"""Tool observations: per-tool metadata and output compression (reference: specs/post-tool-use-hook).
+
+Shared by the PostToolUse hook and the transcript importer so both store the same thing. Stdlib only.
+
+Strategies per tool: Read keeps the head and tail lines of the file; Bash keeps its output (head and
+tail when long) and exit status; Grep and Glob keep the list of matches, not file contents; WebFetch
+and WebSearch keep the first ``webfetch_chars`` characters; everything else is JSON cut to the limits.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from memlane.config import CaptureConfig
+
+_EXT_TYPES = {
+    ".py": "python", ".ts": "typescript", ".tsx": "typescript", ".js": "javascript", ".jsx": "javascript",
+    ".mjs": "javascript", ".rs": "rust", ".go": "go", ".java": "java", ".kt": "kotlin", ".rb": "ruby",
+    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp", ".cs": "csharp", ".swift": "swift",
+    ".php": "php", ".sh": "shell", ".bash": "shell", ".zsh": "shell", ".md": "markdown", ".json": "json",
+    ".toml": "toml", ".yaml": "yaml", ".yml": "yaml", ".html": "html", ".css": "css", ".sql": "sql",
+    ".txt": "text", ".ipynb": "notebook", ".vue": "vue", ".svelte": "svelte", ".scala": "scala",
+}
+_EXIT_CODE = re.compile(r"(?:exit code|exited with code|Exit code)[:\s]+(-?\d+)", re.IGNORECASE)
+
+
+@dataclass
+class Observation:
+    tool: str
+    summary: str
+    output: str
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def content(self) -> str:
+        head = f"{self.tool}: {self.summary}" if self.summary else self.tool
+        return f"{head}\n{self.output}" if self.output else head
+
+
+def should_store(tool_name: str, cfg: CaptureConfig) -> bool:
+    if tool_name in cfg.skip_tools:
+        return False
+    return not any(tool_name.startswith(prefix) for prefix in cfg.skip_tool_prefixes)
+
+
+def compress(text: str, max_chars: int, max_lines: int) -> str:
+    """Head + tail with a marker saying how much was left out; short text is returned as is."""
+    lines = text.split("\n")
+    if max_lines and len(lines) > max_lines:
+        keep = max(max_lines // 2, 1)
+        omitted = len(lines) - 2 * keep
+        text = "\n".join([*lines[:keep], f"... [{omitted} lines omitted] ...", *lines[-keep:]])
+    if max_chars and len(text) > max_chars:
+        keep = max(max_chars // 2, 1)
+        omitted = len(text) - 2 * keep
+        text = f"{text[:keep]}\n... [{omitted} characters omitted] ...\n{text[-keep:]}"
+    return text
+
+
+def file_type(path: str) -> str:
+    base = os.path.basename(path)
+    if base in ("Makefile", "Dockerfile"):
+        return base.lower()
+    return _EXT_TYPES.get(os.path.splitext(base)[1].lower(), "other")
+
+
+def _text_of(value: Any) -> str:
+    """Readable text for a tool response that may be a string, a dict, or content blocks."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = [_text_of(v.get("text") if isinstance(v, dict) and "text" in v else v) for v in value]
+        return "\n".join(p for p in parts if p)
+    if isinstance(value, dict):
+        for key in ("content", "result", "output", "text"):
+            if isinstance(value.get(key), str | list):
+                return _text_of(value[key])
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def _error_of(response: Any) -> str | None:
+    if isinstance(response, dict):
+        if response.get("is_error") or response.get("isError"):
+            return _text_of(response.get("content") or response.get("error") or "error").split("\n")[0][:300]
+        if isinstance(response.get("error"), str) and response["error"]:
+            return str(response["error"]).split("\n")[0][:300]
+        if response.get("interrupted"):
+            return "interrupted"
+    if isinstance(response, str) and response.lstrip().lower().startswith(("error", "<tool_use_error>")):
+        return response.strip().split("\n")[0][:300]
+    return None
+
+
+def observe(tool: str, tool_input: Any, response: Any, cfg: CaptureConfig) -> Observation:
+    """Build the stored observation for one tool call."""
+    inp = tool_input if isinstance(tool_input, dict) else {}
+    handler = _HANDLERS.get(tool, _generic)
+    obs = handler(tool, inp, response, cfg)
+    error = _error_of(response)
+    obs.metadata["tool_name"] = tool
+    obs.metadata["success"] = error is None and obs.metadata.get("exit_code", 0) in (0, None)
+    if error:
+        obs.metadata["error"] = error
+    return obs
+
+
+def _cut(text: str, cfg: CaptureConfig) -> str:
+    return compress(text, cfg.max_output_chars, cfg.max_output_lines)
+
+
+def _read(tool: str, inp: dict[str, Any], response: Any, cfg: CaptureConfig) -> Observation:
+    path = str(inp.get("file_path") or inp.get("notebook_path") or "")
+    meta: dict[str, Any] = {"file_path": path, "file_type": file_type(path)}
+    text = _text_of(response)
+    if isinstance(response, dict) and isinstance(response.get("file"), dict):
+        info = response["file"]
+        text = str(info.get("content") or "")
+        meta["line_count"] = info.get("totalLines") or info.get("numLines")
+    else:
+        meta["line_count"] = text.count("\n") + 1 if text else 0
+    return Observation(tool, path, compress(text, cfg.max_output_chars, cfg.max_output_lines), meta)
+
+
+def _write(tool: str, inp: dict[str, Any], response: Any, cfg: CaptureConfig) -> Observation:
+    path = str(inp.get("file_path") or inp.get("notebook_path") or "")
+    meta: dict[str, Any] = {"file_path": path, "file_type": file_type(path)}
+    if tool == "Write":
+        body = str(inp.get("content") or "")
+        meta["line_count"] = body.count("\n") + 1 if body else 0
+        text = body
+    elif tool == "MultiEdit" and isinstance(inp.get("edits"), list):
+        text = "\n".join(f"- {e.get('old_string', '')}\n+ {e.get('new_string', '')}"
+                         for e in inp["edits"] if isinstance(e, dict))
+    elif tool == "NotebookEdit":
+        text = str(inp.get("new_source") or "")
+    else:
+        text = f"- {inp.get('old_string', '')}\n+ {inp.get('new_string', '')}"
+    return Observation(tool, path, _cut(text, cfg), meta)
+
+
+def _bash(tool: str, inp: dict[str, Any], response: Any, cfg: CaptureConfig) -> Observation:
+    command = str(inp.get("command") or "")
+    meta: dict[str, Any] = {"command": command}
+    if isinstance(response, dict):
+        out = str(response.get("stdout") or "")
+        err = str(response.get("stderr") or "")
+        text = out + (("\n[stderr]\n" + err) if err.strip() else "")
+        code = response.get("exit_code", response.get("exitCode", response.get("returnCode")))
+        if isinstance(code, int):
+            meta["exit_code"] = code
+        elif response.get("interrupted"):
+            meta["exit_code"] = None
+        else:
+            match = _EXIT_CODE.search(err)
+            meta["exit_code"] = int(match.group(1)) if match else 0
+    else:
+        text = _text_of(response)
+        match = _EXIT_CODE.search(text)
+        meta["exit_code"] = int(match.group(1)) if match else (1 if _error_of(response) else 0)
+    return Observation(tool, command, _cut(text, cfg), meta)
+
+
+def _search(tool: str, inp: dict[str, Any], response: Any, cfg: CaptureConfig) -> Observation:
+    pattern = str(inp.get("pattern") or "")
+    meta: dict[str, Any] = {"pattern": pattern}
+    if inp.get("path"):
+        meta["path"] = str(inp["path"])
+    files: list[str] = []
+    if isinstance(response, dict):
+        files = [str(f) for f in response.get("filenames") or []]
+        count = response.get("numLines") if tool == "Grep" and response.get("mode") == "content" else None
+        meta["match_count"] = count if isinstance(count, int) else response.get("numFiles", len(files))
+        text = "\n".join(files) if files else _text_of(response.get("content") or "")
+    else:
+        text = _text_of(response)
+        meta["match_count"] = len([line for line in text.split("\n") if line.strip()])
+    return Observation(tool, pattern, _cut(text, cfg), meta)
+
+
+def _web(tool: str, inp: dict[str, Any], response: Any, cfg: CaptureConfig) -> Observation:
+    url = str(inp.get("url") or "")
+    meta: dict[str, Any] = {}
+    if url:
+        meta["url"] = url
+        meta["url_host"] = urlsplit(url).hostname or ""
+    if inp.get("query"):
+        meta["query"] = str(inp["query"])
+    if isinstance(response, dict) and isinstance(response.get("code"), int):
+        meta["status_code"] = response["code"]
+    text = _text_of(response)
+    limit = cfg.webfetch_chars
+    if limit and len(text) > limit:
+        text = text[:limit] + f"\n... [{len(text) - limit} characters omitted] ..."
+    return Observation(tool, url or str(inp.get("query") or ""), text, meta)
+
+
+def _task(tool: str, inp: dict[str, Any], response: Any, cfg: CaptureConfig) -> Observation:
+    meta = {k: str(inp[k]) for k in ("subagent_type", "description") if inp.get(k)}
+    return Observation(tool, str(inp.get("description") or ""), _cut(_text_of(response), cfg), meta)
+
+
+def _generic(tool: str, inp: dict[str, Any], response: Any, cfg: CaptureConfig) -> Observation:
+    summary = json.dumps(inp, ensure_ascii=False, default=str)
+    if len(summary) > 300:
+        summary = summary[:300] + "…"
+    return Observation(tool, summary, _cut(_text_of(response), cfg), {})
+
+
+_HANDLERS = {
+    "Read": _read, "Write": _write, "Edit": _write, "MultiEdit": _write, "NotebookEdit": _write,
+    "Bash": _bash, "BashOutput": _bash, "Grep": _search, "Glob": _search, "WebFetch": _web,
+    "WebSearch": _web, "Task": _task, "Agent": _task,
+}

@@ -1,0 +1,1 @@
+"""The ``memlane`` command line (click + rich). Never imported by hooks."""

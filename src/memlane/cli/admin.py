@@ -1,0 +1,214 @@
+"""``memlane install|uninstall|status|doctor|demo``: setting memlane up and checking on it."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import click
+
+from memlane import config, install as inst, paths, project
+from memlane.cli import render
+
+SCOPES = ["user", "project", "local"]
+
+
+def _root(cwd: str | None) -> Path:
+    return project.find_root(cwd or os.getcwd())
+
+
+@click.command()
+@click.option("--scope", type=click.Choice(SCOPES), default="user", show_default=True,
+              help="user: ~/.claude/settings.json (all projects); project: .claude/settings.json (shared); "
+                   "local: .claude/settings.local.json (you, this project).")
+@click.option("--dry-run", is_flag=True, help="Show what would change, write nothing.")
+@click.pass_context
+def install(ctx: click.Context, scope: str, dry_run: bool) -> None:
+    """Register memlane's hooks with Claude Code (merged with your own hooks; backed up; idempotent)."""
+    target = inst.settings_path(cast(inst.Scope, scope), _root(ctx.obj.cwd))
+    change = inst.install(target, dry_run=dry_run)
+    if not change.changed:
+        click.echo(f"memlane hooks already installed in {target}")
+        return
+    verb = "Would install" if dry_run else "Installed"
+    click.echo(f"{verb} memlane hooks ({', '.join(change.added)}) in {target}")
+    if change.backup:
+        click.echo(f"Backup of the previous file: {change.backup}")
+    if not dry_run:
+        click.echo(f"Memory is stored under {paths.home()}. Check with `memlane status`.")
+
+
+@click.command()
+@click.option("--scope", type=click.Choice([*SCOPES, "all"]), default="all", show_default=True)
+@click.option("--dry-run", is_flag=True)
+@click.pass_context
+def uninstall(ctx: click.Context, scope: str, dry_run: bool) -> None:
+    """Remove memlane's hooks (only memlane's) from Claude Code settings. Memory is kept."""
+    scopes = SCOPES if scope == "all" else [scope]
+    total = 0
+    for name in scopes:
+        target = inst.settings_path(cast(inst.Scope, name), _root(ctx.obj.cwd))
+        if not target.exists():
+            continue
+        change = inst.uninstall(target, dry_run=dry_run)
+        if change.removed:
+            total += change.removed
+            click.echo(f"{'Would remove' if dry_run else 'Removed'} {change.removed} memlane hook(s) from {target}")
+    if not total:
+        click.echo("No memlane hooks found.")
+    elif not dry_run:
+        click.echo(f"Your memory is still in {paths.home()} (delete it with `memlane forget --project`).")
+
+
+def _dir_size(path: Path) -> int:
+    total = 0
+    for root, _dirs, files in os.walk(path):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(root, name))
+            except OSError:
+                pass
+    return total
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def status(ctx: click.Context, as_json: bool) -> None:
+    """What is installed, where data lives, how big it is."""
+    from memlane.capture import spool
+
+    root = _root(ctx.obj.cwd)
+    proj = project.identify(root)
+    installed = {s: inst.installed_events(inst.settings_path(cast(inst.Scope, s), root)) for s in SCOPES}
+    db = proj.db_path
+    events = None
+    if db.exists():
+        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+            events = conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]
+    data: dict[str, Any] = {
+        "version": __import__("memlane").__version__,
+        "data_dir": str(paths.home()),
+        "data_bytes": _dir_size(paths.home()),
+        "projects": len(project.known_projects()),
+        "project": {"id": proj.id, "root": str(proj.root), "db": str(db), "events": events},
+        "hooks": {s: sorted(v) for s, v in installed.items()},
+        "spooled_files": len(spool.pending()),
+        "logs": str(paths.logs_dir()),
+    }
+    if as_json:
+        render.emit_json(data)
+        return
+    hooks = "; ".join(f"{s}: {len(v)} hook(s)" for s, v in data["hooks"].items() if v) or "not installed"
+    render.kv_table([
+        ("memlane", data["version"]),
+        ("hooks", hooks),
+        ("data", f"{data['data_dir']} ({render.human_bytes(data['data_bytes'])}, {data['projects']} project(s))"),
+        ("this project", f"{proj.id} — {events if events is not None else 'no'} event(s)"),
+        ("spool", f"{data['spooled_files']} file(s) waiting" if data["spooled_files"] else "empty"),
+        ("logs", data["logs"]),
+    ])
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    warn: bool = False
+
+
+def _checks(root: Path) -> list[Check]:
+    from memlane.capture import spool
+
+    out: list[Check] = []
+    try:
+        config.load()
+        out.append(Check("config", True, str(paths.config_path())))
+    except config.ConfigError as exc:
+        out.append(Check("config", False, str(exc), "fix the named key with `memlane config set` or edit the file"))
+    mode = stat.S_IMODE(paths.home().stat().st_mode)
+    out.append(Check("data dir", mode & 0o077 == 0, f"{paths.home()} mode {oct(mode)}",
+                     f"chmod 700 {paths.home()}"))
+    found = {s: inst.installed_events(inst.settings_path(cast(inst.Scope, s), root)) for s in SCOPES}
+    where = [s for s, v in found.items() if v]
+    if not where:
+        out.append(Check("hooks", False, "memlane hooks are not registered with Claude Code", "memlane install"))
+    else:
+        for scope in where:
+            missing = sorted(set(inst.HOOKS) - set(found[scope]))
+            command = next(iter(found[scope].values())).split()[0]
+            exists = os.access(command, os.X_OK) or command == "memlane"
+            out.append(Check(f"hooks ({scope})", not missing and exists,
+                             f"{len(found[scope])} hook(s), command {command}"
+                             + (f"; missing {', '.join(missing)}" if missing else "")
+                             + ("" if exists else "; command not found"),
+                             f"memlane install --scope {scope}"))
+        if len(where) > 1:
+            out.append(Check("hooks (duplicates)", False, f"installed in several scopes: {', '.join(where)}; "
+                             "every event would be captured more than once (stored once, but slower)",
+                             "memlane uninstall --scope <one of them>", warn=True))
+    for path in sorted(paths.projects_dir().glob("*/memory.db")) if paths.projects_dir().is_dir() else []:
+        try:
+            with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
+                result = conn.execute("PRAGMA quick_check").fetchone()[0]
+            out.append(Check(f"store {path.parent.name}", result == "ok", result,
+                             "restore from backup or `memlane export` what is readable"))
+        except sqlite3.Error as exc:
+            out.append(Check(f"store {path.parent.name}", False, str(exc), "memlane doctor --repair"))
+    pending = spool.pending()
+    out.append(Check("spool", not pending, f"{len(pending)} spooled file(s) waiting" if pending else "empty",
+                     "memlane doctor --repair", warn=True))
+    return out
+
+
+def repair() -> list[str]:
+    """Ingest every spooled event into its project's store, exactly once."""
+    from memlane.capture import spool
+    from memlane.store.db import Store
+
+    done: list[str] = []
+    by_project: dict[str, list[Path]] = {}
+    for path in spool.pending():
+        by_project.setdefault(spool.project_of(path), []).append(path)
+    for project_id, files in by_project.items():
+        with Store(paths.db_path(project_id), project_id) as store:
+            report = spool.ingest(store, files)
+        done.append(f"{project_id}: ingested {report.files} spool file(s), {report.inserted} new event(s), "
+                    f"{report.duplicates} already stored" + (f", {len(report.bad_files)} unreadable kept aside"
+                                                              if report.bad_files else ""))
+    return done
+
+
+@click.command()
+@click.option("--repair", "do_repair", is_flag=True, help="Fix what can be fixed automatically (ingest the spool).")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def doctor(ctx: click.Context, do_repair: bool, as_json: bool) -> None:
+    """Check the installation and the stores; say how to fix each problem."""
+    if do_repair:
+        for line in repair() or ["nothing to repair"]:
+            click.echo(f"repair: {line}")
+    checks = _checks(_root(ctx.obj.cwd))
+    if as_json:
+        render.emit_json([c.__dict__ for c in checks])
+    else:
+        for c in checks:
+            mark = "[green]ok[/]" if c.ok else ("[yellow]warn[/]" if c.warn else "[red]FAIL[/]")
+            render.console.print(f"{mark:>14} {c.name}: {c.detail}" + ("" if c.ok else f"\n{'':>6}fix: {c.fix}"))
+    if any(not c.ok and not c.warn for c in checks):
+        ctx.exit(1)
+
+
+@click.command()
+@click.option("--keep", is_flag=True, help="Keep the temporary data directory and print where it is.")
+def demo(keep: bool) -> None:
+    """Replay a bundled Claude Code session through the real hooks, then show what a new prompt gets back."""
+    from memlane import demo as demo_mod
+
+    demo_mod.run(keep=keep, echo=click.echo)

@@ -1,0 +1,178 @@
+"""``memlane hook <Event>``: the Claude Code hook entry point. Stdlib only, fails open.
+
+Budget (DESIGN.md §3): capture hooks ≤ 50 ms, UserPromptSubmit ≤ 80 ms FTS-only. So this module
+imports no CLI framework, no numpy and no model; the heavy parts of memlane are reached through the
+daemon. Whatever happens — malformed JSON, a locked or full database, a bug — the hook logs it,
+exits 0 and prints nothing Claude Code could choke on. Events it cannot write go to the spool.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import sys
+import time
+from typing import Any
+
+from memlane import config, logs, project
+from memlane.capture import events as build
+from memlane.capture import inject, spool
+from memlane.logs import log
+from memlane.store.db import NewEvent, Store
+
+EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd", "PreCompact")
+INJECTING = ("SessionStart", "UserPromptSubmit")
+SPOOL_BATCH = 20
+
+
+class HookInputError(ValueError):
+    """A payload we cannot use; logged, never raised to Claude Code."""
+
+
+def parse_payload(raw: bytes, max_bytes: int) -> dict[str, Any]:
+    if len(raw) > max_bytes:
+        raise HookInputError(f"payload of {len(raw)} bytes exceeds capture.max_payload_bytes={max_bytes}")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        log("hooks", "warning", f"payload is not valid UTF-8 (byte {exc.start}); undecodable bytes replaced")
+        text = raw.decode("utf-8", "replace")
+    if not text.strip():
+        raise HookInputError("empty payload on stdin")
+    try:
+        payload = json.loads(text)
+    except ValueError as exc:
+        raise HookInputError(f"malformed JSON payload: {exc}") from exc
+    if not isinstance(payload, dict):
+        raise HookInputError(f"payload must be a JSON object, got {type(payload).__name__}")
+    if not isinstance(payload.get("session_id"), str) or not payload["session_id"]:
+        raise HookInputError("payload has no session_id")
+    return payload
+
+
+def _load_config() -> config.Config:
+    try:
+        return config.load()
+    except config.ConfigError as exc:
+        log("hooks", "error", f"config ignored, using defaults: {exc}")
+        return config.Config()
+
+
+def store_events(proj: project.Project, cfg: config.Config, batch: list[NewEvent]) -> tuple[Store | None, list[str]]:
+    """Append ``batch``; on any storage failure, spool it. Returns the open store and the batch's ids."""
+    store = None
+    try:
+        store = Store(proj.db_path, proj.id, cfg.store.hook_busy_timeout_ms)
+        if batch:
+            store.append(batch)
+        ids = [r[0] for e in batch for r in store.db.execute(
+            "SELECT id FROM events WHERE dedupe_key = ?", (e.key(),))]
+        return store, ids
+    except (sqlite3.Error, OSError) as exc:
+        if store is not None:
+            store.close()
+        if batch:
+            where = spool.write(proj.id, str(proj.root), batch, repr(exc))
+            log("hooks", "warning", f"store unavailable ({exc}); spooled {len(batch)} event(s) to {where}")
+        return None, []
+
+
+def drain_spool(store: Store) -> None:
+    files = spool.pending(store.project_id)[:SPOOL_BATCH]
+    if files:
+        report = spool.ingest(store, files)
+        log("hooks", "info", f"spool: ingested {report.files} file(s), {report.inserted} new event(s)")
+
+
+def _workflow(event: str, payload: dict[str, Any], proj: project.Project, cfg: config.Config,
+              response: str = "") -> str | None:
+    """Workflow memory rides on the same hooks; its failures never affect capture."""
+    if not cfg.workflow.enabled:
+        return None
+    try:
+        from memlane.workflow import hooks as wf
+    except ImportError:
+        return None
+    try:
+        if event == "UserPromptSubmit":
+            wf.on_user_prompt(payload, proj, cfg.workflow)
+        elif event == "Stop":
+            wf.on_stop(payload, proj, cfg.workflow, response)
+        elif event == "SessionEnd":
+            wf.on_session_end(payload, proj, cfg.workflow)
+        elif event == "PreCompact":
+            wf.on_pre_compact(payload, proj, cfg.workflow)
+        elif event == "SessionStart":
+            return wf.session_start_note(payload, proj, cfg.workflow)
+    except Exception as exc:  # noqa: BLE001
+        log("hooks", "error", f"workflow hook {event} failed: {exc!r}")
+    return None
+
+
+def _session_end_summary(store: Store, session_id: str, payload: dict[str, Any]) -> None:
+    from memlane.capture.summary import summarize
+
+    history = store.history(session=session_id, limit=5000, oldest_first=True)
+    text = summarize([e for e in history if e.type != "session_summary"])
+    if text:
+        turn = str(payload.get("prompt_id") or f"end{len(history)}")
+        store.append([NewEvent("session_summary", session_id, text, turn,
+                               {"cwd": payload.get("cwd"), "source": "extractive"})])
+
+
+def _output(event: str, context: str) -> str:
+    body = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
+    return json.dumps(body, ensure_ascii=False)
+
+
+def handle(event: str, raw: bytes) -> str:
+    """Process one hook delivery; returns what to print on stdout (possibly empty)."""
+    cfg = _load_config()
+    logs.configure(cfg.logging.level, cfg.logging.max_bytes, cfg.logging.backups)
+    if event not in EVENTS:
+        log("hooks", "warning", f"unknown hook event {event!r}; ignored")
+        return ""
+    payload = parse_payload(raw, cfg.capture.max_payload_bytes)
+    proj = project.identify(payload.get("cwd") or os.getcwd())
+    try:
+        project.register(proj)
+    except OSError as exc:
+        log("hooks", "warning", f"cannot register project {proj.id}: {exc}")
+    batch = build.BUILDERS[event](payload, cfg) if cfg.capture.enabled else []
+    store, ids = store_events(proj, cfg, batch)
+    if store is None:
+        return ""
+    try:
+        drain_spool(store)
+        response = batch[0].content if event == "Stop" and batch else ""
+        if event == "SessionEnd":
+            _session_end_summary(store, payload["session_id"], payload)
+        note = _workflow(event, payload, proj, cfg, response)
+        if event not in INJECTING or not cfg.injection.enabled:
+            return ""
+        if event == "UserPromptSubmit":
+            context = inject.prompt_context(store, str(payload.get("prompt") or ""), cfg, ids)
+        else:
+            context = inject.session_start_context(store, payload["session_id"], cfg, [note] if note else [])
+        return _output(event, context) if context else ""
+    finally:
+        store.close()
+
+
+def main(argv: list[str]) -> int:
+    """Entry for ``memlane hook <Event>``; always exits 0."""
+    start = time.perf_counter()
+    event = argv[0] if argv else ""
+    try:
+        raw = sys.stdin.buffer.read()
+        out = handle(event, raw)
+        if out:
+            sys.stdout.write(out + "\n")
+            sys.stdout.flush()
+    except HookInputError as exc:
+        log("hooks", "warning", f"{event}: {exc}")
+    except BaseException as exc:  # noqa: BLE001 - fail open: Claude Code must never see a traceback
+        log("hooks", "error", f"{event}: unexpected {exc!r}")
+    log("hooks", "debug", f"{event} done in {(time.perf_counter() - start) * 1000:.1f} ms")
+    return 0

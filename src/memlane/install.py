@@ -1,0 +1,169 @@
+"""Registering memlane's hooks in Claude Code's settings files, and taking them out again.
+
+The merge touches only hook entries whose command runs ``memlane hook``: anyone else's hooks, and
+every other setting, are left exactly as they were. A changed file is backed up first and written
+atomically; installing twice changes nothing the second time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+Scope = Literal["user", "project", "local"]
+MARK = "memlane hook"
+# Hooks that return context must be synchronous; capture-only hooks run async so Claude never waits.
+HOOKS: dict[str, dict[str, Any]] = {
+    "SessionStart": {"async": False, "timeout": 10},
+    "UserPromptSubmit": {"async": False, "timeout": 10},
+    "PostToolUse": {"async": True, "timeout": 30, "matcher": "*"},
+    "Stop": {"async": True, "timeout": 30},
+    "SessionEnd": {"async": True, "timeout": 30},
+    "PreCompact": {"async": True, "timeout": 30},
+}
+
+
+class InstallError(RuntimeError):
+    """A settings file we must not touch (unreadable, not JSON, wrong shape)."""
+
+
+@dataclass
+class Change:
+    path: Path
+    changed: bool
+    backup: Path | None
+    added: list[str]
+    removed: int
+
+
+def settings_path(scope: Scope, project_root: Path) -> Path:
+    if scope == "user":
+        return Path.home() / ".claude" / "settings.json"
+    name = "settings.json" if scope == "project" else "settings.local.json"
+    return project_root / ".claude" / name
+
+
+def hook_command() -> str:
+    """The command Claude Code runs: this installation's own ``memlane`` script, by absolute path."""
+    script = Path(sys.prefix) / "bin" / "memlane"
+    if script.exists():
+        return f"{script} hook"
+    found = shutil.which("memlane")
+    return f"{found} hook" if found else "memlane hook"
+
+
+def is_ours(hook: Any) -> bool:
+    return isinstance(hook, dict) and MARK in str(hook.get("command") or "")
+
+
+def read_settings(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InstallError(f"{path}: cannot read ({exc})") from exc
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InstallError(f"{path}: not valid JSON ({exc}); fix or move it, memlane will not overwrite it") from exc
+    if not isinstance(data, dict):
+        raise InstallError(f"{path}: top level must be a JSON object")
+    if "hooks" in data and not isinstance(data["hooks"], dict):
+        raise InstallError(f"{path}: 'hooks' must be an object")
+    return data
+
+
+def strip_ours(settings: dict[str, Any]) -> int:
+    """Remove memlane's hook entries in place; empty groups and events disappear. Returns how many."""
+    hooks = settings.get("hooks")
+    if not isinstance(hooks, dict):
+        return 0
+    removed = 0
+    for event in list(hooks):
+        groups = hooks[event]
+        if not isinstance(groups, list):
+            continue
+        kept_groups = []
+        for group in groups:
+            if isinstance(group, dict) and isinstance(group.get("hooks"), list):
+                kept = [h for h in group["hooks"] if not is_ours(h)]
+                removed += len(group["hooks"]) - len(kept)
+                if not kept:
+                    continue
+                group = {**group, "hooks": kept}
+            kept_groups.append(group)
+        if kept_groups:
+            hooks[event] = kept_groups
+        else:
+            del hooks[event]
+    if not hooks:
+        del settings["hooks"]
+    return removed
+
+
+def add_ours(settings: dict[str, Any], command: str) -> list[str]:
+    hooks = settings.setdefault("hooks", {})
+    for event, spec in HOOKS.items():
+        entry: dict[str, Any] = {"type": "command", "command": f"{command} {event}", "timeout": spec["timeout"]}
+        if spec["async"]:
+            entry["async"] = True
+        group: dict[str, Any] = {"hooks": [entry]}
+        if "matcher" in spec:
+            group = {"matcher": spec["matcher"], **group}
+        hooks.setdefault(event, []).append(group)
+    return list(HOOKS)
+
+
+def _write(path: Path, settings: dict[str, Any]) -> Path | None:
+    backup = None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        backup = path.with_name(f"{path.name}.memlane-backup-{time.strftime('%Y%m%d-%H%M%S')}")
+        shutil.copy2(path, backup)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(settings, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    if path.exists():
+        shutil.copymode(path, tmp)
+    os.replace(tmp, path)
+    return backup
+
+
+def install(path: Path, command: str | None = None, dry_run: bool = False) -> Change:
+    settings = read_settings(path)
+    before = json.dumps(settings, sort_keys=True)
+    removed = strip_ours(settings)
+    added = add_ours(settings, command or hook_command())
+    changed = json.dumps(settings, sort_keys=True) != before
+    backup = _write(path, settings) if changed and not dry_run else None
+    return Change(path, changed, backup, added, removed)
+
+
+def uninstall(path: Path, dry_run: bool = False) -> Change:
+    settings = read_settings(path)
+    removed = strip_ours(settings)
+    backup = _write(path, settings) if removed and not dry_run else None
+    return Change(path, bool(removed), backup, [], removed)
+
+
+def installed_events(path: Path) -> dict[str, str]:
+    """Event → command of memlane's hooks registered in one settings file."""
+    try:
+        settings = read_settings(path)
+    except InstallError:
+        return {}
+    out: dict[str, str] = {}
+    for event, groups in (settings.get("hooks") or {}).items():
+        for group in groups if isinstance(groups, list) else []:
+            for hook in group.get("hooks", []) if isinstance(group, dict) else []:
+                if is_ours(hook):
+                    out[event] = str(hook.get("command"))
+    return out

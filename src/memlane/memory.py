@@ -1,0 +1,170 @@
+"""The library API: one project's memory. The CLI, hooks, MCP server and HTTP routes wrap this.
+
+    from memlane.memory import Memory
+    with Memory.open("/path/to/project") as mem:
+        for hit in mem.search("pool timeout"):
+            print(hit.event.cite, hit.event.content)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from memlane import config, project
+from memlane.store.db import EVENT_TYPES, Event, Store
+
+
+class MemoryError_(LookupError):
+    """A user-facing lookup failure (unknown id, project, …); the message is one line."""
+
+
+@dataclass
+class Hit:
+    event: Event
+    score: float
+    sources: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.event.as_dict(), "score": round(self.score, 4), "sources": self.sources}
+
+
+class Memory:
+    def __init__(self, proj: project.Project, cfg: config.Config, store: Store) -> None:
+        self.project = proj
+        self.config = cfg
+        self.store = store
+
+    @classmethod
+    def open(
+        cls,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        project_id: str | None = None,
+        cfg: config.Config | None = None,
+    ) -> Memory:
+        cfg = cfg or config.load()
+        if project_id:
+            proj = project.by_id(project_id)
+            if proj is None:
+                raise MemoryError_(f"unknown project id '{project_id}' (see `memlane projects`)")
+        else:
+            proj = project.identify(cwd or os.getcwd())
+        project.register(proj)
+        return cls(proj, cfg, Store(proj.db_path, proj.id, cfg.store.busy_timeout_ms))
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> Memory:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ---- reading -------------------------------------------------------------------------------
+
+    def get(self, ref: str) -> Event:
+        event = self.store.get(ref)
+        if event is None:
+            raise MemoryError_(f"no event '{ref}' in project {self.project.id}")
+        return event
+
+    def history(self, **filters: Any) -> list[Event]:
+        _check_types(filters.get("types"))
+        return self.store.history(**filters)
+
+    def timeline(self, ref: str, before: int = 3, after: int = 3) -> list[Event]:
+        return self.store.neighbours(self.get(ref), before, after)
+
+    def sessions(self, limit: int = 20) -> list[dict[str, Any]]:
+        return self.store.sessions(limit)
+
+    def stats(self) -> dict[str, Any]:
+        out = self.store.stats()
+        out["project_root"] = str(self.project.root)
+        out["db_path"] = str(self.project.db_path)
+        return out
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        session: str | None = None,
+        types: Sequence[str] | None = None,
+        since: str | None = None,
+        until: str | None = None,
+    ) -> list[Hit]:
+        """Full-text search (BM25; CJK through trigrams)."""
+        if not query.strip():
+            raise MemoryError_("empty search query")
+        _check_types(types)
+        hits = self.store.fts(query, limit=limit, session=session, types=types, since=since, until=until)
+        return [Hit(e, s, {"bm25": s}) for e, s in hits]
+
+    # ---- curating ------------------------------------------------------------------------------
+
+    def forget_preview(self, **selector: Any) -> list[tuple[str, str]]:
+        ids = selector.get("ids") or ()
+        if ids:
+            resolved = []
+            for ref in ids:
+                resolved.append(self.get(ref).id)
+            selector["ids"] = resolved
+        return self.store.select_for_forget(**selector)
+
+    def forget(self, **selector: Any) -> int:
+        """Purge the selected events for good (events, FTS, outbox), leaving a tombstone."""
+        targets = self.forget_preview(**selector)
+        scope, value = _describe(selector)
+        return self.store.forget(targets, scope, value)
+
+    def export(self, fmt: str, out: TextIO, **filters: Any) -> int:
+        events: Iterator[Event] | list[Event]
+        events = self.store.history(oldest_first=True, limit=-1, **filters) if filters else self.store.iter_events()
+        count = 0
+        if fmt == "json":
+            out.write("[\n")
+        for event in events:
+            if fmt == "jsonl":
+                out.write(json.dumps(event.as_dict(), ensure_ascii=False) + "\n")
+            elif fmt == "json":
+                out.write(("," if count else "") + json.dumps(event.as_dict(), ensure_ascii=False, indent=2) + "\n")
+            else:
+                out.write(_markdown(event))
+            count += 1
+        if fmt == "json":
+            out.write("]\n")
+        return count
+
+
+def _check_types(types: Sequence[str] | None) -> None:
+    for t in types or ():
+        if t not in EVENT_TYPES:
+            raise MemoryError_(f"unknown event type '{t}' (one of: {', '.join(EVENT_TYPES)})")
+
+
+def _describe(selector: dict[str, Any]) -> tuple[str, str]:
+    if selector.get("everything"):
+        return "project", "all"
+    if selector.get("ids"):
+        return "event", ",".join(selector["ids"])
+    if selector.get("session"):
+        return "session", str(selector["session"])
+    return "before", str(selector.get("before"))
+
+
+def _markdown(event: Event) -> str:
+    body = event.content.replace("\n", "\n> ")
+    return f"### {event.ts} · {event.type} · [{event.cite}]\n\nsession `{event.session_id}`\n\n> {body}\n\n"
+
+
+def db_paths() -> list[Path]:
+    from memlane import paths
+
+    return sorted(paths.projects_dir().glob("*/memory.db")) if paths.projects_dir().is_dir() else []

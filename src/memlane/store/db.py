@@ -1,0 +1,530 @@
+"""The per-project SQLite store: connection, appends, queries, forget. Stdlib only (hook path).
+
+Writes happen in ``BEGIN IMMEDIATE`` transactions so concurrent hook processes serialise on
+SQLite's own lock (WAL + busy_timeout); the dedupe key is checked inside the transaction, so two
+processes delivering the same event store it once. The event, its FTS rows (triggers), its session
+counters and its embedding outbox job are one transaction: either all exist or none.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from memlane.store import keys, schema
+
+EVENT_TYPES = (
+    "user_prompt",
+    "agent_response",
+    "tool_observation",
+    "session_start",
+    "session_end",
+    "session_summary",
+    "compaction",
+)
+
+_EVENT_COLUMNS = "seq, id, citation, type, session_id, project_id, ts, content, canonical_key, metadata"
+
+
+@dataclass
+class NewEvent:
+    """An event about to be stored (already privacy-filtered)."""
+
+    type: str
+    session_id: str
+    content: str
+    turn: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    ts: str | None = None
+    dedupe_key: str | None = None
+
+    def key(self) -> str:
+        return self.dedupe_key or keys.dedupe_key(self.session_id, self.type, self.turn, self.content)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "type": self.type, "session_id": self.session_id, "content": self.content, "turn": self.turn,
+            "metadata": self.metadata, "ts": self.ts, "dedupe_key": self.key(),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> NewEvent:
+        return cls(
+            type=str(data["type"]), session_id=str(data["session_id"]), content=str(data["content"]),
+            turn=str(data.get("turn") or ""), metadata=dict(data.get("metadata") or {}),
+            ts=data.get("ts"), dedupe_key=data.get("dedupe_key"),
+        )
+
+
+@dataclass
+class Event:
+    seq: int
+    id: str
+    citation: str
+    type: str
+    session_id: str
+    project_id: str
+    ts: str
+    content: str
+    canonical_key: str
+    metadata: dict[str, Any]
+
+    @property
+    def cite(self) -> str:
+        return f"mem:{self.citation}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id, "citation": self.cite, "type": self.type, "session_id": self.session_id,
+            "project_id": self.project_id, "ts": self.ts, "content": self.content,
+            "canonical_key": self.canonical_key, "metadata": self.metadata,
+        }
+
+
+def _event(row: Sequence[Any]) -> Event:
+    try:
+        meta = json.loads(row[9]) if row[9] else {}
+    except ValueError:
+        meta = {}
+    return Event(row[0], row[1], row[2] or "", row[3], row[4], row[5], row[6], row[7], row[8], meta)
+
+
+@dataclass
+class AppendResult:
+    inserted: list[str] = field(default_factory=list)
+    duplicates: int = 0
+
+
+_STOPWORDS = frozenset(
+    "a an and are as at be but by can could did do does for from had has have how i if in into is it its "
+    "me my no not of on or our please so that the their them then there these this to was we were what "
+    "when where which who why will with would you your".split()
+)
+_CHUNK_STRIP = "\"'`()[]{}<>,;:!?."
+
+
+class Store:
+    """One project's memory database."""
+
+    def __init__(self, path: Path, project_id: str, busy_timeout_ms: int = 5000) -> None:
+        self.path = path
+        self.project_id = project_id
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.db = sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None)
+        self.db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+        if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            self.db.execute("PRAGMA journal_mode = WAL")
+        self.db.execute("PRAGMA synchronous = NORMAL")
+        self.db.execute("PRAGMA foreign_keys = ON")
+        schema.migrate(self.db)
+
+    def close(self) -> None:
+        self.db.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def write(self) -> Iterator[sqlite3.Connection]:
+        self.db.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.db
+        except BaseException:
+            self.db.execute("ROLLBACK")
+            raise
+        self.db.execute("COMMIT")
+
+    # ---- appends -------------------------------------------------------------------------------
+
+    def append(self, events: Iterable[NewEvent]) -> AppendResult:
+        """Store events once each (by dedupe key), with outbox jobs and session counters."""
+        result = AppendResult()
+        with self.write() as db:
+            for event in events:
+                event_id = self._insert(db, event)
+                if event_id is None:
+                    result.duplicates += 1
+                else:
+                    result.inserted.append(event_id)
+        return result
+
+    def _insert(self, db: sqlite3.Connection, event: NewEvent) -> str | None:
+        dedupe = event.key()
+        if db.execute("SELECT 1 FROM events WHERE dedupe_key = ?", (dedupe,)).fetchone():
+            return None
+        ts = event.ts or keys.now_iso()
+        event_id = keys.new_event_id()
+        citation = next(c for c in keys.citation_candidates(event_id)
+                        if not db.execute("SELECT 1 FROM events WHERE citation = ?", (c,)).fetchone())
+        db.execute(
+            "INSERT INTO events (id, citation, type, session_id, project_id, ts, content, canonical_key,"
+            " dedupe_key, has_cjk, metadata) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (event_id, citation, event.type, event.session_id, self.project_id, ts, event.content,
+             keys.canonical_key(event.content), dedupe, int(keys.has_cjk(event.content)),
+             json.dumps(event.metadata, ensure_ascii=False)),
+        )
+        now = keys.now_iso()
+        db.execute(
+            "INSERT INTO outbox (event_id, status, created_at, updated_at) VALUES (?, 'pending', ?, ?)",
+            (event_id, now, now),
+        )
+        self._touch_session(db, event, ts)
+        return event_id
+
+    def _touch_session(self, db: sqlite3.Connection, event: NewEvent, ts: str) -> None:
+        meta = event.metadata
+        db.execute(
+            "INSERT INTO sessions (id, project_id, started_at, last_activity, cwd, transcript_path,"
+            " event_count, prompt_count) VALUES (?,?,?,?,?,?,1,?)"
+            " ON CONFLICT(id) DO UPDATE SET event_count = event_count + 1,"
+            " prompt_count = prompt_count + excluded.prompt_count,"
+            " started_at = min(started_at, excluded.started_at),"
+            " last_activity = max(last_activity, excluded.last_activity),"
+            " cwd = coalesce(cwd, excluded.cwd), transcript_path = coalesce(transcript_path, excluded.transcript_path)",
+            (event.session_id, self.project_id, ts, ts, meta.get("cwd"), meta.get("transcript_path"),
+             int(event.type == "user_prompt")),
+        )
+        if event.type == "session_start":
+            db.execute("UPDATE sessions SET source = ? WHERE id = ?", (meta.get("source"), event.session_id))
+        elif event.type == "session_end":
+            db.execute("UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?",
+                       (ts, meta.get("reason"), event.session_id))
+        elif event.type == "session_summary":
+            db.execute("UPDATE sessions SET summary = ? WHERE id = ?", (event.content, event.session_id))
+
+    # ---- reads ---------------------------------------------------------------------------------
+
+    def count(self) -> int:
+        return int(self.db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+
+    def get(self, ref: str) -> Event | None:
+        """An event by id, unique id prefix (≥ 8 chars) or citation (``mem:abc123``)."""
+        ref = ref.strip()
+        citation = keys.parse_citation(ref)
+        if citation:
+            row = self.db.execute(f"SELECT {_EVENT_COLUMNS} FROM events WHERE citation = ?", (citation,)).fetchone()
+            if row:
+                return _event(row)
+        row = self.db.execute(f"SELECT {_EVENT_COLUMNS} FROM events WHERE id = ?", (ref,)).fetchone()
+        if row:
+            return _event(row)
+        if len(ref) >= 8 and re.fullmatch(r"[0-9a-f]+", ref):
+            rows = self.db.execute(
+                f"SELECT {_EVENT_COLUMNS} FROM events WHERE id >= ? AND id < ? LIMIT 2", (ref, ref + "g")
+            ).fetchall()
+            if len(rows) == 1:
+                return _event(rows[0])
+        return None
+
+    def by_ids(self, ids: Sequence[str]) -> list[Event]:
+        if not ids:
+            return []
+        marks = ",".join("?" * len(ids))
+        rows = self.db.execute(f"SELECT {_EVENT_COLUMNS} FROM events WHERE id IN ({marks})", list(ids)).fetchall()
+        found = {r[1]: _event(r) for r in rows}
+        return [found[i] for i in ids if i in found]
+
+    def by_seqs(self, seqs: Sequence[int]) -> dict[int, Event]:
+        if not seqs:
+            return {}
+        out: dict[int, Event] = {}
+        for start in range(0, len(seqs), 500):
+            chunk = list(seqs[start:start + 500])
+            marks = ",".join("?" * len(chunk))
+            for row in self.db.execute(f"SELECT {_EVENT_COLUMNS} FROM events WHERE seq IN ({marks})", chunk):
+                out[row[0]] = _event(row)
+        return out
+
+    def history(
+        self,
+        *,
+        session: str | None = None,
+        types: Sequence[str] | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        limit: int = 50,
+        oldest_first: bool = False,
+    ) -> list[Event]:
+        where, args = self._filters(session=session, types=types, since=since, until=until)
+        order = "ASC" if oldest_first else "DESC"
+        rows = self.db.execute(
+            f"SELECT {_EVENT_COLUMNS} FROM events {where} ORDER BY seq {order} LIMIT ?", [*args, limit]
+        ).fetchall()
+        return [_event(r) for r in rows]
+
+    def iter_events(self, batch: int = 1000) -> Iterator[Event]:
+        last = 0
+        while True:
+            rows = self.db.execute(
+                f"SELECT {_EVENT_COLUMNS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?", (last, batch)
+            ).fetchall()
+            if not rows:
+                return
+            for row in rows:
+                yield _event(row)
+            last = rows[-1][0]
+
+    def neighbours(self, event: Event, before: int = 3, after: int = 3) -> list[Event]:
+        """Events of the same session around ``event``, in order, including it."""
+        prev = self.db.execute(
+            f"SELECT {_EVENT_COLUMNS} FROM events WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
+            (event.session_id, event.seq, before),
+        ).fetchall()
+        nxt = self.db.execute(
+            f"SELECT {_EVENT_COLUMNS} FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+            (event.session_id, event.seq, after),
+        ).fetchall()
+        return [*(_event(r) for r in reversed(prev)), event, *(_event(r) for r in nxt)]
+
+    @staticmethod
+    def _filters(
+        *,
+        session: str | None = None,
+        types: Sequence[str] | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        alias: str = "",
+    ) -> tuple[str, list[Any]]:
+        clauses: list[str] = []
+        args: list[Any] = []
+        p = f"{alias}." if alias else ""
+        if session:
+            clauses.append(f"{p}session_id = ?")
+            args.append(session)
+        if types:
+            clauses.append(f"{p}type IN ({','.join('?' * len(types))})")
+            args.extend(types)
+        if since:
+            clauses.append(f"{p}ts >= ?")
+            args.append(since)
+        if until:
+            clauses.append(f"{p}ts < ?")
+            args.append(until)
+        return ("WHERE " + " AND ".join(clauses)) if clauses else "", args
+
+    def sessions(self, limit: int = 20) -> list[dict[str, Any]]:
+        cur = self.db.execute(
+            "SELECT id, started_at, last_activity, ended_at, end_reason, source, cwd, event_count,"
+            " prompt_count, summary FROM sessions ORDER BY last_activity DESC LIMIT ?",
+            (limit,),
+        )
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, row, strict=True)) for row in cur.fetchall()]
+
+    def session(self, session_id: str) -> dict[str, Any] | None:
+        cur = self.db.execute("SELECT * FROM sessions WHERE id = ?", (session_id,))
+        row = cur.fetchone()
+        return dict(zip([d[0] for d in cur.description], row, strict=True)) if row else None
+
+    def stats(self) -> dict[str, Any]:
+        db = self.db
+        by_type = dict(db.execute("SELECT type, COUNT(*) FROM events GROUP BY type ORDER BY 2 DESC").fetchall())
+        privacy = db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(json_extract(metadata, '$.privacy.private_sections')), 0),"
+            " COALESCE(SUM(json_extract(metadata, '$.privacy.secrets_redacted')), 0),"
+            " COALESCE(SUM(json_extract(metadata, '$.privacy.chars_filtered')), 0)"
+            " FROM events WHERE json_extract(metadata, '$.privacy') IS NOT NULL"
+        ).fetchone()
+        outbox = dict(db.execute("SELECT status, COUNT(*) FROM outbox GROUP BY status").fetchall())
+        first, last = db.execute("SELECT MIN(ts), MAX(ts) FROM events").fetchone()
+        return {
+            "project_id": self.project_id,
+            "events": sum(by_type.values()),
+            "sessions": db.execute("SELECT COUNT(*) FROM sessions").fetchone()[0],
+            "by_type": by_type,
+            "first_activity": first,
+            "last_activity": last,
+            "privacy": {
+                "events_filtered": privacy[0],
+                "private_sections": privacy[1],
+                "secrets_redacted": privacy[2],
+                "chars_filtered": privacy[3],
+            },
+            "outbox": outbox,
+            "tombstones": db.execute("SELECT COUNT(*) FROM tombstones").fetchone()[0],
+            "db_bytes": _db_size(self.path),
+        }
+
+    # ---- full-text -----------------------------------------------------------------------------
+
+    def fts(
+        self,
+        query: str,
+        *,
+        limit: int = 20,
+        session: str | None = None,
+        types: Sequence[str] | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        exclude_ids: Sequence[str] = (),
+    ) -> list[tuple[Event, float]]:
+        """BM25 hits for ``query``: (event, relevance in 0..1 relative to the best hit), best first.
+
+        Words go to the word index as quoted phrases (so ``pool_manager.py`` matches as a phrase);
+        CJK chunks go to the trigram index as OR'ed trigrams, which tolerates Korean particles.
+        """
+        words, trigrams, short_cjk = parse_query(query)
+        where, args = self._filters(session=session, types=types, since=since, until=until, alias="e")
+        if exclude_ids:
+            where += (" AND " if where else "WHERE ") + f"e.id NOT IN ({','.join('?' * len(exclude_ids))})"
+            args.extend(exclude_ids)
+        scored: dict[int, float] = {}
+        for table, terms in (("events_fts", words), ("events_cjk", trigrams)):
+            if terms:
+                self._fts_table(table, " OR ".join(terms), where, args, limit, scored)
+        for chunk in short_cjk:  # one- or two-character CJK words: too short for trigrams
+            rows = self.db.execute(
+                f"SELECT e.seq FROM events e {where + (' AND ' if where else 'WHERE ')} e.has_cjk = 1"
+                " AND e.content LIKE ? ORDER BY e.seq DESC LIMIT ?",
+                [*args, f"%{chunk}%", limit],
+            ).fetchall()
+            for (seq,) in rows:
+                scored[seq] = max(scored.get(seq, 0.0), 0.5)
+        best = sorted(scored.items(), key=lambda kv: (-kv[1], -kv[0]))[:limit]
+        events = self.by_seqs([seq for seq, _ in best])
+        return [(events[seq], score) for seq, score in best if seq in events]
+
+    def _fts_table(
+        self, table: str, match: str, where: str, args: list[Any], limit: int, scored: dict[int, float]
+    ) -> None:
+        join_where = where.replace("WHERE", "AND", 1) if where else ""
+        try:
+            rows = self.db.execute(
+                f"SELECT f.rowid, bm25({table}) AS rank FROM {table} f JOIN events e ON e.seq = f.rowid"
+                f" WHERE {table} MATCH ? {join_where} ORDER BY rank LIMIT ?",
+                [match, *args, limit],
+            ).fetchall()
+        except sqlite3.OperationalError:
+            return  # a query FTS5 cannot parse finds nothing rather than failing the caller
+        if not rows:
+            return
+        top = rows[0][1] or -1e-9  # bm25 is negative: more negative is better
+        for seq, rank in rows:
+            scored[seq] = max(scored.get(seq, 0.0), float(rank) / top if top else 0.0)
+
+    # ---- forget --------------------------------------------------------------------------------
+
+    def select_for_forget(
+        self, *, ids: Sequence[str] = (), session: str | None = None, before: str | None = None,
+        everything: bool = False,
+    ) -> list[tuple[str, str]]:
+        """(id, type) of the events a forget would remove."""
+        if everything:
+            return [tuple(r) for r in self.db.execute("SELECT id, type FROM events")]  # type: ignore[misc]
+        if ids:
+            marks = ",".join("?" * len(ids))
+            return [tuple(r) for r in self.db.execute(  # type: ignore[misc]
+                f"SELECT id, type FROM events WHERE id IN ({marks})", list(ids))]
+        if session:
+            return [tuple(r) for r in self.db.execute(  # type: ignore[misc]
+                "SELECT id, type FROM events WHERE session_id = ?", (session,))]
+        if before:
+            return [tuple(r) for r in self.db.execute(  # type: ignore[misc]
+                "SELECT id, type FROM events WHERE ts < ?", (before,))]
+        return []
+
+    def forget(self, targets: Sequence[tuple[str, str]], scope: str, selector: str) -> int:
+        """Purge events (FTS rows via triggers, outbox via cascade), tombstone, then scrub free pages."""
+        if not targets:
+            return 0
+        ids = [t[0] for t in targets]
+        types: dict[str, int] = {}
+        for _, etype in targets:
+            types[etype] = types.get(etype, 0) + 1
+        self.db.execute("PRAGMA secure_delete = ON")
+        with self.write() as db:
+            sessions = set()
+            for start in range(0, len(ids), 500):
+                chunk = ids[start:start + 500]
+                marks = ",".join("?" * len(chunk))
+                sessions.update(r[0] for r in db.execute(
+                    f"SELECT DISTINCT session_id FROM events WHERE id IN ({marks})", chunk))
+                db.execute(f"DELETE FROM events WHERE id IN ({marks})", chunk)
+            for sid in sessions:
+                self._recount_session(db, sid)
+            db.execute(
+                "INSERT INTO tombstones (ts, scope, selector, event_count, detail) VALUES (?,?,?,?,?)",
+                (keys.now_iso(), scope, selector, len(ids), json.dumps({"types": types, "ids": ids[:1000]})),
+            )
+        # Merge FTS segments so deleted terms are gone from the index files too, and push the
+        # WAL into the main file so old pages do not linger there.
+        self.db.execute("INSERT INTO events_fts(events_fts) VALUES ('optimize')")
+        self.db.execute("INSERT INTO events_cjk(events_cjk) VALUES ('optimize')")
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return len(ids)
+
+    def _recount_session(self, db: sqlite3.Connection, session_id: str) -> None:
+        count, prompts = db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(type = 'user_prompt'), 0) FROM events WHERE session_id = ?",
+            (session_id,),
+        ).fetchone()
+        if count == 0:
+            db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            return
+        summary = db.execute(
+            "SELECT content FROM events WHERE session_id = ? AND type = 'session_summary' ORDER BY seq DESC LIMIT 1",
+            (session_id,),
+        ).fetchone()
+        db.execute(
+            "UPDATE sessions SET event_count = ?, prompt_count = ?, summary = ? WHERE id = ?",
+            (count, prompts, summary[0] if summary else None, session_id),
+        )
+
+    def tombstones(self, limit: int = 50) -> list[dict[str, Any]]:
+        cur = self.db.execute(
+            "SELECT id, ts, scope, selector, event_count, detail FROM tombstones ORDER BY id DESC LIMIT ?", (limit,)
+        )
+        out = []
+        for row in cur.fetchall():
+            item = dict(zip(["id", "ts", "scope", "selector", "event_count", "detail"], row, strict=True))
+            item["detail"] = json.loads(item["detail"] or "{}")
+            out.append(item)
+        return out
+
+
+def parse_query(query: str) -> tuple[list[str], list[str], list[str]]:
+    """Split a free-text query into FTS5 word phrases, CJK trigrams and too-short CJK words."""
+    words: list[str] = []
+    trigrams: list[str] = []
+    short_cjk: list[str] = []
+    for raw in query.split():
+        chunk = raw.strip(_CHUNK_STRIP)
+        if not chunk:
+            continue
+        if keys.has_cjk(chunk):
+            if len(chunk) < 3:
+                short_cjk.append(chunk)
+            else:
+                trigrams.extend(_quote(chunk[i:i + 3]) for i in range(len(chunk) - 2))
+            continue
+        if chunk.lower() in _STOPWORDS or not any(ch.isalnum() for ch in chunk):
+            continue
+        words.append(_quote(chunk))
+    return _unique(words)[:32], _unique(trigrams)[:64], _unique(short_cjk)[:8]
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _unique(items: list[str]) -> list[str]:
+    return list(dict.fromkeys(items))
+
+
+def _db_size(path: Path) -> int:
+    total = 0
+    for suffix in ("", "-wal", "-shm"):
+        try:
+            total += Path(str(path) + suffix).stat().st_size
+        except OSError:
+            pass
+    return total

@@ -1,0 +1,84 @@
+"""Identifiers derived from events: ids, canonical keys, dedupe keys, citations. Stdlib only.
+
+- Event ids sort by creation time (millisecond prefix + randomness), so ``ORDER BY id`` is chronological.
+- Canonical keys follow the reference (NFKC, casefold, punctuation stripped, whitespace collapsed;
+  keys over 200 characters are cut and suffixed with a hash so they stay unique).
+- Dedupe keys make a hook delivered twice store once while the same words typed twice store twice:
+  they combine session, event type, the turn's identity (``prompt_id`` / ``tool_use_id`` when Claude
+  Code sends them) and a hash of the content.
+- Citations are six base-36 characters derived from the event id; collisions take the next candidate.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import time
+import unicodedata
+from collections.abc import Iterator
+
+MAX_KEY_LENGTH = 200
+_PUNCT = re.compile(r"[^\w\s]|_", re.UNICODE)
+_SPACE = re.compile(r"\s+")
+# Hangul, Hiragana/Katakana, CJK ideographs (+ extension A), Hangul Jamo, halfwidth forms.
+_CJK = re.compile(r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff66-\uff9f]")
+_B36 = "0123456789abcdefghijklmnopqrstuvwxyz"
+
+
+def new_event_id(ts_ms: int | None = None) -> str:
+    ms = int(time.time() * 1000) if ts_ms is None else ts_ms
+    return f"{ms:012x}{os.urandom(10).hex()}"
+
+
+def now_iso() -> str:
+    t = time.time()
+    return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
+
+
+def canonical_key(text: str) -> str:
+    normalized = unicodedata.normalize("NFKC", text).casefold()
+    normalized = _SPACE.sub(" ", _PUNCT.sub("", normalized)).strip()
+    if len(normalized) > MAX_KEY_LENGTH:
+        digest = hashlib.md5(normalized.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        normalized = normalized[: MAX_KEY_LENGTH - 9] + "_" + digest
+    return normalized
+
+
+def content_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def dedupe_key(session_id: str, event_type: str, turn: str, content: str) -> str:
+    """``turn`` identifies the delivery (prompt_id, tool_use_id, a time bucket); see module doc."""
+    return f"{session_id}:{event_type}:{turn}:{content_hash(content)}"
+
+
+def has_cjk(text: str) -> bool:
+    return _CJK.search(text) is not None
+
+
+def _b36(number: int, width: int) -> str:
+    out = []
+    for _ in range(width):
+        number, rem = divmod(number, 36)
+        out.append(_B36[rem])
+    return "".join(out)
+
+
+def citation_candidates(event_id: str) -> Iterator[str]:
+    """Candidate citations for an event, best first; endless, so a free one is always found."""
+    salt = 0
+    while True:
+        digest = hashlib.sha256(f"{event_id}:{salt}".encode()).digest()
+        yield _b36(int.from_bytes(digest[:8], "big"), 6)
+        salt += 1
+
+
+_CITATION = re.compile(r"^\[?(?:mem:)?([0-9a-z]{6})\]?$")
+
+
+def parse_citation(ref: str) -> str | None:
+    """``mem:abc123``, ``[mem:abc123]`` → ``abc123``; anything else → None."""
+    match = _CITATION.match(ref.strip().lower())
+    return match.group(1) if match and ("mem:" in ref.lower() or len(ref.strip()) == 6) else None

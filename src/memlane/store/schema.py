@@ -1,0 +1,169 @@
+"""Numbered schema migrations, recorded in ``schema_migrations``.
+
+Each migration is a small named function applied once, in order, inside one transaction (the
+sqlite-utils style). A new database runs them all; an old one runs only what it lacks. Never edit a
+migration that has shipped: add the next number.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+from memlane.store.keys import citation_candidates
+
+
+def _script(db: sqlite3.Connection, sql: str) -> None:
+    """Run statements one by one: ``executescript`` would COMMIT the migration's transaction."""
+    buffer = ""
+    for line in sql.splitlines(keepends=True):
+        buffer += line
+        if sqlite3.complete_statement(buffer):
+            db.execute(buffer)
+            buffer = ""
+    if buffer.strip():
+        raise ValueError(f"incomplete SQL statement in migration: {buffer.strip()[:60]}")
+
+
+def _m1_initial(db: sqlite3.Connection) -> None:
+    _script(
+        db,
+        """
+        CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+
+        -- The source of truth: append-only (forget is the only delete, and leaves a tombstone).
+        CREATE TABLE events (
+            seq           INTEGER PRIMARY KEY AUTOINCREMENT,
+            id            TEXT NOT NULL UNIQUE,
+            type          TEXT NOT NULL,
+            session_id    TEXT NOT NULL,
+            project_id    TEXT NOT NULL,
+            ts            TEXT NOT NULL,
+            content       TEXT NOT NULL,
+            canonical_key TEXT NOT NULL,
+            dedupe_key    TEXT NOT NULL UNIQUE,
+            has_cjk       INTEGER NOT NULL DEFAULT 0,
+            metadata      TEXT NOT NULL DEFAULT '{}'
+        );
+        CREATE INDEX events_session ON events(session_id, seq);
+        CREATE INDEX events_type_ts ON events(type, ts);
+        CREATE INDEX events_ts ON events(ts);
+
+        CREATE TABLE sessions (
+            id              TEXT PRIMARY KEY,
+            project_id      TEXT NOT NULL,
+            started_at      TEXT NOT NULL,
+            last_activity   TEXT NOT NULL,
+            ended_at        TEXT,
+            end_reason      TEXT,
+            source          TEXT,
+            cwd             TEXT,
+            transcript_path TEXT,
+            event_count     INTEGER NOT NULL DEFAULT 0,
+            prompt_count    INTEGER NOT NULL DEFAULT 0,
+            summary         TEXT
+        );
+        CREATE INDEX sessions_activity ON sessions(last_activity);
+
+        -- Word index (BM25). External content: the text lives once, in events.
+        CREATE VIRTUAL TABLE events_fts USING fts5(
+            content, content='events', content_rowid='seq', tokenize='unicode61 remove_diacritics 2'
+        );
+        -- Trigram index for CJK text, whose words are not space-separated; only CJK rows are indexed.
+        CREATE VIRTUAL TABLE events_cjk USING fts5(
+            content, content='events', content_rowid='seq', tokenize='trigram'
+        );
+        CREATE TRIGGER events_ai AFTER INSERT ON events BEGIN
+            INSERT INTO events_fts(rowid, content) VALUES (new.seq, new.content);
+        END;
+        CREATE TRIGGER events_ai_cjk AFTER INSERT ON events WHEN new.has_cjk BEGIN
+            INSERT INTO events_cjk(rowid, content) VALUES (new.seq, new.content);
+        END;
+        CREATE TRIGGER events_ad AFTER DELETE ON events BEGIN
+            INSERT INTO events_fts(events_fts, rowid, content) VALUES ('delete', old.seq, old.content);
+        END;
+        CREATE TRIGGER events_ad_cjk AFTER DELETE ON events WHEN old.has_cjk BEGIN
+            INSERT INTO events_cjk(events_cjk, rowid, content) VALUES ('delete', old.seq, old.content);
+        END;
+
+        -- Transactional outbox: one embedding job per event, written in the event's transaction.
+        CREATE TABLE outbox (
+            event_id        TEXT PRIMARY KEY REFERENCES events(id) ON DELETE CASCADE,
+            status          TEXT NOT NULL DEFAULT 'pending',
+            attempts        INTEGER NOT NULL DEFAULT 0,
+            created_at      TEXT NOT NULL,
+            updated_at      TEXT NOT NULL,
+            next_attempt_at TEXT,
+            error           TEXT
+        );
+        CREATE INDEX outbox_status ON outbox(status, next_attempt_at);
+
+        -- What forget removed: counts, ids and types, never content.
+        CREATE TABLE tombstones (
+            id          INTEGER PRIMARY KEY AUTOINCREMENT,
+            ts          TEXT NOT NULL,
+            scope       TEXT NOT NULL,
+            selector    TEXT NOT NULL,
+            event_count INTEGER NOT NULL,
+            detail      TEXT NOT NULL DEFAULT '{}'
+        );
+        """
+    )
+
+
+def _m2_citations(db: sqlite3.Connection) -> None:
+    """Short stable citation ids (``mem:xxxxxx``), backfilled for existing events."""
+    db.execute("ALTER TABLE events ADD COLUMN citation TEXT")
+    taken: set[str] = set()
+    rows = db.execute("SELECT seq, id FROM events ORDER BY seq").fetchall()
+    for seq, event_id in rows:
+        for candidate in citation_candidates(event_id):
+            if candidate not in taken:
+                taken.add(candidate)
+                db.execute("UPDATE events SET citation = ? WHERE seq = ?", (candidate, seq))
+                break
+    db.execute("CREATE UNIQUE INDEX events_citation ON events(citation)")
+
+
+MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
+    (1, "initial", _m1_initial),
+    (2, "citations", _m2_citations),
+]
+
+LATEST = MIGRATIONS[-1][0]
+
+
+def current_version(db: sqlite3.Connection) -> int:
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations "
+        "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
+    )
+    row = db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+    return int(row[0] or 0)
+
+
+def migrate(db: sqlite3.Connection, target: int = LATEST) -> list[int]:
+    """Apply missing migrations up to ``target``; returns the versions applied.
+
+    ``BEGIN IMMEDIATE`` serialises concurrent first-openers: the loser waits, then sees the work done.
+    """
+    applied: list[int] = []
+    if current_version(db) >= target:
+        return applied
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        version = current_version(db)
+        for number, name, step in MIGRATIONS:
+            if version < number <= target:
+                step(db)
+                db.execute(
+                    "INSERT INTO schema_migrations (version, name, applied_at) "
+                    "VALUES (?, ?, strftime('%Y-%m-%dT%H:%M:%fZ','now'))",
+                    (number, name),
+                )
+                applied.append(number)
+        db.execute("COMMIT")
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    return applied

@@ -1,0 +1,66 @@
+"""Shared fixtures: a private data dir and HOME per test, a git project, real payloads."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+if not SHARED.is_dir():  # CI clones may sit elsewhere; allow an override
+    SHARED = Path(os.environ.get("MEMLANE_SHARED", "/work/shared"))
+PAYLOADS = SHARED / "claude-code" / "payloads"
+TRANSCRIPTS = SHARED / "claude-code" / "transcripts"
+
+
+@pytest.fixture(autouse=True)
+def memlane_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    home = tmp_path / "memlane-home"
+    monkeypatch.setenv("MEMLANE_HOME", str(home))
+    monkeypatch.setenv("HOME", str(tmp_path / "user-home"))
+    (tmp_path / "user-home").mkdir()
+    for name in list(os.environ):
+        if name.startswith("MEMLANE_") and name != "MEMLANE_HOME":
+            monkeypatch.delenv(name)
+    return home
+
+
+@pytest.fixture
+def proj(tmp_path: Path) -> Path:
+    root = tmp_path / "work" / "shop"
+    (root / ".git").mkdir(parents=True)
+    return root
+
+
+def payload(name: str, **overrides: Any) -> dict[str, Any]:
+    data = json.loads((PAYLOADS / name).read_text())
+    data.update(overrides)
+    return data
+
+
+@pytest.fixture
+def hook(proj: Path) -> Callable[..., str]:
+    """Run one hook delivery in-process (the same code path as the real process)."""
+    from memlane import hooks
+
+    def run(event: str, data: dict[str, Any] | bytes, **overrides: Any) -> str:
+        if isinstance(data, dict):
+            data = {**data, "cwd": str(proj), **overrides}
+            raw = json.dumps(data).encode()
+        else:
+            raw = data
+        return hooks.handle(event, raw)
+
+    return run
+
+
+def run_hook_process(event: str, data: dict[str, Any] | bytes, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+    raw = data if isinstance(data, bytes) else json.dumps(data).encode()
+    return subprocess.run([sys.executable, "-m", "memlane", "hook", event], input=raw, capture_output=True,
+                          env={**os.environ, **(env or {})}, timeout=60, check=False)

@@ -1,0 +1,172 @@
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memlane.store import NewEvent, Store, schema
+from memlane.store.keys import canonical_key, parse_citation
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Store:
+    s = Store(tmp_path / "memory.db", "proj-1")
+    yield s
+    s.close()
+
+
+def ev(content: str, turn: str = "t1", type_: str = "user_prompt", session: str = "s1", **meta: object) -> NewEvent:
+    return NewEvent(type_, session, content, turn, dict(meta))
+
+
+def test_blank_database_gets_every_migration(store: Store) -> None:
+    versions = [r[0] for r in store.db.execute("SELECT version FROM schema_migrations ORDER BY version")]
+    assert versions == [n for n, _, _ in schema.MIGRATIONS]
+    assert store.db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert store.db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
+
+
+def test_upgrade_from_v1_backfills_citations(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path, isolation_level=None)
+    schema.migrate(db, target=1)
+    for i in range(50):
+        db.execute(
+            "INSERT INTO events (id, type, session_id, project_id, ts, content, canonical_key, dedupe_key)"
+            " VALUES (?, 'user_prompt', 's', 'p', '2026-01-01T00:00:00.000Z', ?, '', ?)",
+            (f"{i:032x}", f"old prompt {i}", f"k{i}"),
+        )
+    db.close()
+    store = Store(path, "p")
+    cites = [r[0] for r in store.db.execute("SELECT citation FROM events")]
+    assert len(cites) == 50 and len(set(cites)) == 50 and all(c and len(c) == 6 for c in cites)
+    assert store.get(f"mem:{cites[0]}") is not None
+    # FTS written by the v1 triggers still works after the upgrade.
+    assert [e.content for e, _ in store.fts("prompt 7")][0] == "old prompt 7"
+    store.close()
+
+
+def test_event_outbox_and_session_are_one_transaction(store: Store) -> None:
+    result = store.append([ev("fix the pool"), ev("and the cache", "t2")])
+    assert len(result.inserted) == 2
+    outbox = store.db.execute("SELECT event_id, status FROM outbox ORDER BY event_id").fetchall()
+    assert sorted(e for e, _ in outbox) == sorted(result.inserted) and {s for _, s in outbox} == {"pending"}
+    session = store.session("s1")
+    assert session and session["event_count"] == 2 and session["prompt_count"] == 2
+
+
+def test_failed_transaction_leaves_nothing(store: Store) -> None:
+    class Boom(Exception):
+        pass
+
+    with pytest.raises(Boom), store.write() as db:
+        store._insert(db, ev("half written"))
+        raise Boom
+    assert store.count() == 0
+    assert store.db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0] == 0
+    assert store.fts("half written") == []
+
+
+def test_dedupe_same_delivery_once_same_words_twice(store: Store) -> None:
+    store.append([ev("run the tests", "prompt-a")])
+    assert store.append([ev("run the tests", "prompt-a")]).duplicates == 1
+    store.append([ev("run the tests", "prompt-b")])
+    assert store.count() == 2
+
+
+def test_fts_ranks_exact_identifiers(store: Store) -> None:
+    store.append([
+        ev("changed shop/db/pool_manager.py to release connections", "1"),
+        ev("the pool was full of water", "2"),
+        ev("error E4012 from the payment gateway", "3"),
+    ])
+    assert store.fts("pool_manager.py")[0][0].content.startswith("changed shop/db/pool_manager.py")
+    assert store.fts("E4012")[0][0].content.startswith("error E4012")
+    assert store.fts("nonexistentword") == []
+
+
+@pytest.mark.parametrize("query", ["데이터베이스", "데이터베이스를", "연결", "풀이", "接続プール", "数据库"])
+def test_cjk_text_is_findable(store: Store, query: str) -> None:
+    store.append([
+        ev("데이터베이스 연결 풀이 부하에서 시간 초과됩니다", "1"),
+        ev("データベースの接続プールがタイムアウトします", "2"),
+        ev("数据库连接池超时", "3"),
+        ev("unrelated english text", "4"),
+    ])
+    hits = store.fts(query)
+    assert hits, query
+    assert all("unrelated" not in e.content for e, _ in hits)
+
+
+def test_fts_survives_hostile_queries(store: Store) -> None:
+    store.append([ev("hello world")])
+    for q in ['"', "AND OR NOT", "*", "NEAR(", "col:val", "'; DROP TABLE events; --", "\x00"]:
+        store.fts(q)
+    assert store.count() == 1
+
+
+def test_forget_purges_everything_and_leaves_tombstone(store: Store) -> None:
+    keep = store.append([ev("keep this one", "1")]).inserted[0]
+    gone = store.append([ev("secret plan zanzibar", "2", session="s2")]).inserted[0]
+    targets = store.select_for_forget(session="s2")
+    assert store.forget(targets, "session", "s2") == 1
+    assert store.get(gone) is None and store.get(keep) is not None
+    assert store.fts("zanzibar") == []
+    assert store.db.execute("SELECT COUNT(*) FROM outbox WHERE event_id = ?", (gone,)).fetchone()[0] == 0
+    assert store.session("s2") is None
+    tomb = store.tombstones()[0]
+    assert tomb["event_count"] == 1 and tomb["scope"] == "session"
+    assert "zanzibar" not in str(tomb)
+    store.close()
+    raw = (store.path).read_bytes()
+    assert b"zanzibar" not in raw
+
+
+def test_citations_resolve_in_every_form(store: Store) -> None:
+    event = store.get(store.append([ev("cite me")]).inserted[0])
+    assert event is not None
+    for ref in (event.cite, f"[{event.cite}]", event.citation, event.id, event.id[:12]):
+        found = store.get(ref)
+        assert found is not None and found.id == event.id, ref
+    assert parse_citation("mem:ABC123") == "abc123"
+    assert parse_citation("hello") is None
+
+
+@pytest.mark.parametrize(
+    ("text", "key"),
+    [
+        ("Fix the Pool!", "fix the pool"),
+        ("ＦＵＬＬＷＩＤＴＨ", "fullwidth"),
+        ("  many   spaces\n\there ", "many spaces here"),
+        ("Straße", "strasse"),
+        ("데이터베이스, 연결!", "데이터베이스 연결"),
+        ("snake_case.py", "snakecasepy"),
+    ],
+)
+def test_canonical_key(text: str, key: str) -> None:
+    assert canonical_key(text) == key
+
+
+def test_long_canonical_key_is_shortened_with_hash() -> None:
+    a, b = canonical_key("word " * 100 + "a"), canonical_key("word " * 100 + "b")
+    assert len(a) == 200 and a != b
+
+
+def test_concurrent_migration_is_safe(tmp_path: Path) -> None:
+    import threading
+
+    errors: list[BaseException] = []
+
+    def open_it() -> None:
+        try:
+            Store(tmp_path / "race.db", "p").close()
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+
+    threads = [threading.Thread(target=open_it) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
