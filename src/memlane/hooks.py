@@ -13,13 +13,16 @@ import os
 import sqlite3
 import sys
 import time
-from typing import Any
 
-from memlane import config, logs, project
+from memlane import config, logs, paths, project
 from memlane.capture import events as build
 from memlane.capture import inject, spool
 from memlane.logs import log
 from memlane.store.db import NewEvent, Store
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd", "PreCompact")
 INJECTING = ("SessionStart", "UserPromptSubmit")
@@ -63,7 +66,7 @@ def store_events(proj: project.Project, cfg: config.Config, batch: list[NewEvent
     """Append ``batch``; on any storage failure, spool it. Returns the open store and the batch's ids."""
     store = None
     try:
-        store = Store(proj.db_path, proj.id, cfg.store.hook_busy_timeout_ms)
+        store = Store(proj.db_file, proj.id, cfg.store.hook_busy_timeout_ms)
         if batch:
             store.append(batch)
         ids = [r[0] for e in batch for r in store.db.execute(
@@ -73,7 +76,7 @@ def store_events(proj: project.Project, cfg: config.Config, batch: list[NewEvent
         if store is not None:
             store.close()
         if batch:
-            where = spool.write(proj.id, str(proj.root), batch, repr(exc))
+            where = spool.write(proj.id, proj.root_str, batch, repr(exc))
             log("hooks", "warning", f"store unavailable ({exc}); spooled {len(batch)} event(s) to {where}")
         return None, []
 
@@ -85,10 +88,20 @@ def drain_spool(store: Store) -> None:
         log("hooks", "info", f"spool: ingested {report.files} file(s), {report.inserted} new event(s)")
 
 
+def _workflow_active(event: str, payload: dict[str, Any], proj: project.Project) -> bool:
+    """Cheap check before importing workflow code: a linked workflow memory, or a /workflow- prompt."""
+    if os.path.exists(os.path.join(proj.root_str, ".claude", "docs", "memory", ".memory-ref")):
+        return True
+    if os.path.isdir(paths.join("workflows", proj.id)):
+        return True
+    prompt = payload.get("prompt")
+    return event == "UserPromptSubmit" and isinstance(prompt, str) and prompt.lstrip().startswith("/workflow-")
+
+
 def _workflow(event: str, payload: dict[str, Any], proj: project.Project, cfg: config.Config,
               response: str = "") -> str | None:
     """Workflow memory rides on the same hooks; its failures never affect capture."""
-    if not cfg.workflow.enabled:
+    if not cfg.workflow.enabled or not _workflow_active(event, payload, proj):
         return None
     try:
         from memlane.workflow import hooks as wf

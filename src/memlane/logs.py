@@ -36,8 +36,8 @@ def log(name: str, level: str, message: str) -> None:
     if _LEVELS.get(level, 20) < int(_settings["level"]):
         return
     try:
-        directory = paths.ensure_dir(paths.logs_dir())
-        path = str(directory / f"{name}.log")
+        directory = paths.ensure_dir(paths.join("logs"))
+        path = os.path.join(directory, f"{name}.log")
         try:
             if os.path.getsize(path) > int(_settings["max_bytes"]):
                 _rotate(path)

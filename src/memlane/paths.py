@@ -1,53 +1,75 @@
-"""Where memlane keeps its files. Stdlib only: imported by every hook."""
+"""Where memlane keeps its files. Stdlib only: imported by every hook.
+
+The ``*_dir``/``*_path`` functions return ``pathlib.Path`` for the CLI and library; hooks use the
+``str`` variants (``home_dir``, ``join``) because importing pathlib alone costs ~8 ms of start-up.
+"""
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+def home_dir() -> str:
+    """The data directory (``MEMLANE_HOME`` or ``~/.memlane``), created 0700 on first use."""
+    raw = os.environ.get("MEMLANE_HOME")
+    path = os.path.expanduser(raw) if raw else os.path.join(os.path.expanduser("~"), ".memlane")
+    if not os.path.isdir(path):
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        os.chmod(path, 0o700)  # makedirs' mode is filtered by the umask
+    return path
+
+
+def join(*parts: str) -> str:
+    """A path inside the data directory, as a string."""
+    return os.path.join(home_dir(), *parts)
+
+
+def _p(*parts: str) -> Path:
+    from pathlib import Path
+
+    return Path(join(*parts))
 
 
 def home() -> Path:
-    """The data directory (``MEMLANE_HOME`` or ``~/.memlane``), created 0700 on first use."""
-    raw = os.environ.get("MEMLANE_HOME")
-    path = Path(raw).expanduser() if raw else Path.home() / ".memlane"
-    if not path.is_dir():
-        path.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(path, 0o700)  # mkdir's mode is filtered by the umask
-    return path
+    return _p()
 
 
 def config_path() -> Path:
-    return home() / "config.toml"
+    return _p("config.toml")
 
 
 def projects_dir() -> Path:
-    return home() / "projects"
+    return _p("projects")
 
 
 def project_dir(project_id: str) -> Path:
-    return projects_dir() / project_id
+    return _p("projects", project_id)
 
 
 def db_path(project_id: str) -> Path:
-    return project_dir(project_id) / "memory.db"
+    return _p("projects", project_id, "memory.db")
 
 
 def vectors_dir(project_id: str) -> Path:
-    return project_dir(project_id) / "vectors"
+    return _p("projects", project_id, "vectors")
 
 
 def logs_dir() -> Path:
-    return home() / "logs"
+    return _p("logs")
 
 
 def spool_dir() -> Path:
-    return home() / "spool"
+    return _p("spool")
 
 
 def token_path() -> Path:
-    return home() / "daemon.token"
+    return _p("daemon.token")
 
 
-def ensure_dir(path: Path) -> Path:
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
-    return path
+def ensure_dir(path: str | os.PathLike[str]) -> str:
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    return os.fspath(path)

@@ -8,12 +8,15 @@ The dedupe "turn" is ``prompt_id`` (or ``tool_use_id``) when Claude Code sends i
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from memlane import privacy
 from memlane.capture import observe, transcript
 from memlane.config import Config
 from memlane.store.db import NewEvent
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 BUCKET_S = 10
 

@@ -7,10 +7,12 @@ returned and nothing is injected.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from memlane.config import Config
 from memlane.store.db import Event, Store, parse_query
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 HEADER = "memlane: relevant memory from earlier sessions in this project (expand with `memlane show mem:ID`)."
 

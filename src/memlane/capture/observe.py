@@ -12,11 +12,12 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass, field
-from typing import Any
-from urllib.parse import urlsplit
 
-from memlane.config import CaptureConfig
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from memlane.config import CaptureConfig
 
 _EXT_TYPES = {
     ".py": "python", ".ts": "typescript", ".tsx": "typescript", ".js": "javascript", ".jsx": "javascript",
@@ -29,12 +30,14 @@ _EXT_TYPES = {
 _EXIT_CODE = re.compile(r"(?:exit code|exited with code|Exit code)[:\s]+(-?\d+)", re.IGNORECASE)
 
 
-@dataclass
 class Observation:
-    tool: str
-    summary: str
-    output: str
-    metadata: dict[str, Any] = field(default_factory=dict)
+    __slots__ = ("metadata", "output", "summary", "tool")
+
+    def __init__(self, tool: str, summary: str, output: str, metadata: dict[str, Any] | None = None) -> None:
+        self.tool = tool
+        self.summary = summary
+        self.output = output
+        self.metadata = metadata if metadata is not None else {}
 
     def content(self) -> str:
         head = f"{self.tool}: {self.summary}" if self.summary else self.tool
@@ -188,6 +191,8 @@ def _web(tool: str, inp: dict[str, Any], response: Any, cfg: CaptureConfig) -> O
     meta: dict[str, Any] = {}
     if url:
         meta["url"] = url
+        from urllib.parse import urlsplit  # only for web tools: it costs start-up time
+
         meta["url_host"] = urlsplit(url).hostname or ""
     if inp.get("query"):
         meta["query"] = str(inp["query"])

@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 TAIL_BYTES = 512 * 1024
 

@@ -9,15 +9,17 @@ counters and its embedding outbox job are one transaction: either all exist or n
 from __future__ import annotations
 
 import json
+import os
 import re
 import sqlite3
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
 from memlane.store import keys, schema
+
+TYPE_CHECKING = False  # dataclasses, typing and pathlib together cost ~25 ms of hook start-up
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence
+    from pathlib import Path
+    from typing import Any
 
 EVENT_TYPES = (
     "user_prompt",
@@ -32,17 +34,28 @@ EVENT_TYPES = (
 _EVENT_COLUMNS = "seq, id, citation, type, session_id, project_id, ts, content, canonical_key, metadata"
 
 
-@dataclass
 class NewEvent:
     """An event about to be stored (already privacy-filtered)."""
 
-    type: str
-    session_id: str
-    content: str
-    turn: str = ""
-    metadata: dict[str, Any] = field(default_factory=dict)
-    ts: str | None = None
-    dedupe_key: str | None = None
+    __slots__ = ("content", "dedupe_key", "metadata", "session_id", "ts", "turn", "type")
+
+    def __init__(
+        self,
+        type: str,
+        session_id: str,
+        content: str,
+        turn: str = "",
+        metadata: dict[str, Any] | None = None,
+        ts: str | None = None,
+        dedupe_key: str | None = None,
+    ) -> None:
+        self.type = type
+        self.session_id = session_id
+        self.content = content
+        self.turn = turn
+        self.metadata = metadata if metadata is not None else {}
+        self.ts = ts
+        self.dedupe_key = dedupe_key
 
     def key(self) -> str:
         return self.dedupe_key or keys.dedupe_key(self.session_id, self.type, self.turn, self.content)
@@ -61,19 +74,28 @@ class NewEvent:
             ts=data.get("ts"), dedupe_key=data.get("dedupe_key"),
         )
 
+    def __repr__(self) -> str:
+        return f"NewEvent({self.type!r}, {self.session_id!r}, {self.content[:40]!r})"
 
-@dataclass
+
 class Event:
-    seq: int
-    id: str
-    citation: str
-    type: str
-    session_id: str
-    project_id: str
-    ts: str
-    content: str
-    canonical_key: str
-    metadata: dict[str, Any]
+    """A stored event."""
+
+    __slots__ = ("canonical_key", "citation", "content", "id", "metadata", "project_id", "seq", "session_id",
+                 "ts", "type")
+
+    def __init__(self, seq: int, id: str, citation: str, type: str, session_id: str, project_id: str, ts: str,
+                 content: str, canonical_key: str, metadata: dict[str, Any]) -> None:
+        self.seq = seq
+        self.id = id
+        self.citation = citation
+        self.type = type
+        self.session_id = session_id
+        self.project_id = project_id
+        self.ts = ts
+        self.content = content
+        self.canonical_key = canonical_key
+        self.metadata = metadata
 
     @property
     def cite(self) -> str:
@@ -86,6 +108,15 @@ class Event:
             "canonical_key": self.canonical_key, "metadata": self.metadata,
         }
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Event) and other.id == self.id
+
+    def __hash__(self) -> int:
+        return hash(self.id)
+
+    def __repr__(self) -> str:
+        return f"Event({self.cite}, {self.type}, {self.content[:40]!r})"
+
 
 def _event(row: Sequence[Any]) -> Event:
     try:
@@ -95,10 +126,31 @@ def _event(row: Sequence[Any]) -> Event:
     return Event(row[0], row[1], row[2] or "", row[3], row[4], row[5], row[6], row[7], row[8], meta)
 
 
-@dataclass
 class AppendResult:
-    inserted: list[str] = field(default_factory=list)
-    duplicates: int = 0
+    __slots__ = ("duplicates", "inserted")
+
+    def __init__(self) -> None:
+        self.inserted: list[str] = []
+        self.duplicates = 0
+
+    def __repr__(self) -> str:
+        return f"AppendResult(inserted={self.inserted!r}, duplicates={self.duplicates})"
+
+
+class _Write:
+    """``with store.write():`` — one ``BEGIN IMMEDIATE`` transaction (contextlib costs start-up time)."""
+
+    __slots__ = ("db",)
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+
+    def __enter__(self) -> sqlite3.Connection:
+        self.db.execute("BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
+        self.db.execute("ROLLBACK" if exc_type is not None else "COMMIT")
 
 
 _STOPWORDS = frozenset(
@@ -112,11 +164,11 @@ _CHUNK_STRIP = "\"'`()[]{}<>,;:!?."
 class Store:
     """One project's memory database."""
 
-    def __init__(self, path: Path, project_id: str, busy_timeout_ms: int = 5000) -> None:
-        self.path = path
+    def __init__(self, path: str | os.PathLike[str], project_id: str, busy_timeout_ms: int = 5000) -> None:
+        self.file = os.fspath(path)
         self.project_id = project_id
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        self.db = sqlite3.connect(str(path), timeout=busy_timeout_ms / 1000, isolation_level=None)
+        os.makedirs(os.path.dirname(self.file) or ".", mode=0o700, exist_ok=True)
+        self.db = sqlite3.connect(self.file, timeout=busy_timeout_ms / 1000, isolation_level=None)
         self.db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
         if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
             self.db.execute("PRAGMA journal_mode = WAL")
@@ -133,15 +185,14 @@ class Store:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    @contextmanager
-    def write(self) -> Iterator[sqlite3.Connection]:
-        self.db.execute("BEGIN IMMEDIATE")
-        try:
-            yield self.db
-        except BaseException:
-            self.db.execute("ROLLBACK")
-            raise
-        self.db.execute("COMMIT")
+    @property
+    def path(self) -> Path:
+        from pathlib import Path
+
+        return Path(self.file)
+
+    def write(self) -> _Write:
+        return _Write(self.db)
 
     # ---- appends -------------------------------------------------------------------------------
 
@@ -351,7 +402,7 @@ class Store:
             },
             "outbox": outbox,
             "tombstones": db.execute("SELECT COUNT(*) FROM tombstones").fetchone()[0],
-            "db_bytes": _db_size(self.path),
+            "db_bytes": _db_size(self.file),
         }
 
     # ---- full-text -----------------------------------------------------------------------------
@@ -520,11 +571,11 @@ def _unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
 
 
-def _db_size(path: Path) -> int:
+def _db_size(path: str) -> int:
     total = 0
     for suffix in ("", "-wal", "-shm"):
         try:
-            total += Path(str(path) + suffix).stat().st_size
+            total += os.path.getsize(path + suffix)
         except OSError:
             pass
     return total

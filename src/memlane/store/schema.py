@@ -8,9 +8,12 @@ migration that has shipped: add the next number.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable
 
 from memlane.store.keys import citation_candidates
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 
 def _script(db: sqlite3.Connection, sql: str) -> None:

@@ -1,0 +1,128 @@
+"""Whole-process hook latency against a store holding N events (default 100k).
+
+    python benchmarks/hook_latency.py [--events 100000] [--runs 40]
+
+Each hook runs as its own process (`python -m memlane hook <Event>`, as Claude Code runs it) with a
+fresh payload each time, and p50/p95 are printed per hook. Budgets (DESIGN.md §3): capture hooks
+p50 ≤ 50 ms; UserPromptSubmit (full-text fallback) ≤ 80 ms.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+WORDS = ("pool connection timeout cache invoice billing checkout session token refactor migrate schema "
+         "index query latency retry backoff worker queue deploy docker config parser router handler model "
+         "test fixture assert mock flaky build lint format typing async await thread lock mutex deadlock "
+         "memory leak profile benchmark endpoint request response header cookie auth login user admin "
+         "payment refund order cart product search ranking embedding vector chunk summary prompt").split()
+
+
+def sentence(rng: random.Random, n: int) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n))
+
+
+def build_store(cwd: Path, events: int) -> None:
+    from memlane import project
+    from memlane.store import NewEvent, Store
+
+    rng = random.Random(7)
+    proj = project.identify(cwd)
+    project.register(proj)
+    store = Store(proj.db_path, proj.id)
+    if store.count() >= events:
+        return
+    types = ["user_prompt", "agent_response", "tool_observation", "tool_observation", "tool_observation"]
+    batch: list[NewEvent] = []
+    for i in range(events):
+        session = f"bench-{i // 200}"
+        kind = types[i % len(types)]
+        content = sentence(rng, rng.randint(8, 60))
+        if kind == "tool_observation":
+            content = f"Bash: pytest tests/test_{rng.choice(WORDS)}.py\n{content}"
+        batch.append(NewEvent(kind, session, content, f"t{i}", {"cwd": str(cwd)}))
+        if len(batch) == 5000:
+            store.append(batch)
+            batch = []
+            print(f"\r  building store: {i + 1}/{events}", end="", file=sys.stderr, flush=True)
+    if batch:
+        store.append(batch)
+    print(file=sys.stderr)
+    store.close()
+
+
+def run_hook(event: str, payload: dict[str, object], env: dict[str, str]) -> float:
+    raw = json.dumps(payload).encode()
+    start = time.perf_counter()
+    proc = subprocess.run([sys.executable, "-m", "memlane", "hook", event], input=raw, capture_output=True,
+                          env=env, check=False)
+    elapsed = (time.perf_counter() - start) * 1000
+    if proc.returncode != 0:
+        raise SystemExit(f"{event} failed: {proc.stderr.decode()[-500:]}")
+    return elapsed
+
+
+def payloads(cwd: Path, i: int) -> dict[str, dict[str, object]]:
+    sid = f"live-{i}"
+    base = {"session_id": sid, "transcript_path": "/nonexistent.jsonl", "cwd": str(cwd), "prompt_id": f"p{i}"}
+    return {
+        "PostToolUse": {**base, "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": f"tu{i}",
+                        "tool_input": {"command": f"pytest -q tests/test_pool_{i}.py"},
+                        "tool_response": {"stdout": "..F\nE  TimeoutError: pool exhausted\n" * 20, "stderr": ""}},
+        "Stop": {**base, "hook_event_name": "Stop", "last_assistant_message": f"Fixed the pool timeout, run {i}."},
+        "PreCompact": {**base, "hook_event_name": "PreCompact", "trigger": "auto", "custom_instructions": ""},
+        "SessionEnd": {**base, "hook_event_name": "SessionEnd", "reason": "other"},
+        "UserPromptSubmit": {**base, "hook_event_name": "UserPromptSubmit",
+                             "prompt": f"why does the checkout connection pool timeout under load again {i}?"},
+        "SessionStart": {**base, "hook_event_name": "SessionStart", "source": "startup"},
+    }
+
+
+def pct(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--events", type=int, default=100_000)
+    ap.add_argument("--runs", type=int, default=40)
+    ap.add_argument("--home", help="reuse a data dir (keeps the built store between runs)")
+    args = ap.parse_args()
+    home = Path(args.home or tempfile.mkdtemp(prefix="memlane-bench-"))
+    cwd = home / "project"
+    cwd.mkdir(parents=True, exist_ok=True)
+    os.environ["MEMLANE_HOME"] = str(home / "data")
+    env = {**os.environ, "MEMLANE_DAEMON_AUTOSTART": "false"}
+    build_store(cwd, args.events)
+    order = ["PostToolUse", "Stop", "PreCompact", "SessionEnd", "UserPromptSubmit", "SessionStart"]
+    results: dict[str, list[float]] = {name: [] for name in order}
+    for i in range(args.runs + 3):
+        p = payloads(cwd, i)
+        for name in order:
+            ms = run_hook(name, p[name], env)
+            if i >= 3:  # the first runs warm the page cache
+                results[name].append(ms)
+    baseline = [run_hook("NoSuchEvent", {"session_id": "x"}, env) for _ in range(10)]
+    print(f"\nhook latency, whole process, {args.events} events in store, {args.runs} runs each "
+          f"(python startup + no-op hook: p50 {statistics.median(baseline):.1f} ms)")
+    print(f"{'hook':<18}{'p50 ms':>9}{'p95 ms':>9}{'budget':>9}")
+    for name in order:
+        budget = {"UserPromptSubmit": 80, "SessionStart": 150}.get(name, 50)
+        vals = results[name]
+        p50 = statistics.median(vals)
+        flag = "" if p50 <= budget else "  OVER"
+        print(f"{name:<18}{p50:>9.1f}{pct(vals, 0.95):>9.1f}{budget:>9}{flag}")
+
+
+if __name__ == "__main__":
+    main()
