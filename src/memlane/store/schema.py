@@ -128,9 +128,15 @@ def _m2_citations(db: sqlite3.Connection) -> None:
     db.execute("CREATE UNIQUE INDEX events_citation ON events(citation)")
 
 
+def _m3_vocab(db: sqlite3.Connection) -> None:
+    """Document frequencies of indexed words, for IDF-weighted query coverage in retrieval."""
+    db.execute("CREATE VIRTUAL TABLE events_vocab USING fts5vocab('events_fts', 'row')")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", _m1_initial),
     (2, "citations", _m2_citations),
+    (3, "vocab", _m3_vocab),
 ]
 
 LATEST = MIGRATIONS[-1][0]

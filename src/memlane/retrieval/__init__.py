@@ -1,0 +1,1 @@
+"""Retrieval: hybrid search (BM25 + vectors + recency + type), the matcher, progressive disclosure."""

@@ -1,0 +1,171 @@
+"""Hybrid search over one project's memory: FTS5/BM25 + vectors + recency + type, fused and labelled.
+
+The vector side is optional: without an embedder or index (or before anything is embedded) results
+come from the text side alone, on the same score scale. The embedder and LanceDB index are imported
+lazily, so text-only callers (hooks' fallback, tests) never pay for numpy or torch.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+from memlane.retrieval import scoring
+from memlane.store.db import Event, Store, parse_query
+
+_TOKEN = re.compile(r"[^\W_]+")
+
+
+class Hit:
+    __slots__ = ("confidence", "event", "score", "sources")
+
+    def __init__(self, event: Event, score: float, sources: dict[str, float], confidence: str = "none") -> None:
+        self.event = event
+        self.score = score
+        self.sources = sources
+        self.confidence = confidence
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**self.event.as_dict(), "score": round(self.score, 4), "confidence": self.confidence,
+                "sources": {k: round(v, 4) for k, v in self.sources.items()}}
+
+    def __repr__(self) -> str:
+        return f"Hit({self.event.cite}, {self.score:.3f}, {self.confidence})"
+
+
+def query_terms(query: str) -> tuple[list[list[str]], list[str]]:
+    """Word terms (each a list of tokens: a phrase like pool_manager.py is several) and CJK trigrams."""
+    words, trigrams, short = parse_query(query)
+    terms = [toks for w in words if (toks := _TOKEN.findall(w.strip('"').replace('""', '"').lower()))]
+    grams = [t.strip('"') for t in trigrams] + list(short)
+    return terms, grams
+
+
+def doc_freqs(store: Store, tokens: set[str]) -> tuple[int, dict[str, int]]:
+    total = store.count() or 1
+    if not tokens:
+        return total, {}
+    marks = ",".join("?" * len(tokens))
+    rows = store.db.execute(f"SELECT term, doc FROM events_vocab WHERE term IN ({marks})", list(tokens)).fetchall()
+    return total, {term: int(doc) for term, doc in rows}
+
+
+def coverage(event: Event, terms: list[list[str]], grams: list[str], weights: list[float]) -> tuple[float, int]:
+    """(IDF-weighted share of query terms present in the event, tokens matched); CJK trigrams weigh 1."""
+    if not terms and not grams:
+        return 0.0, 0
+    text = event.content.lower()
+    tokens = set(_TOKEN.findall(text))
+    got = 0.0
+    matched = 0
+    for term, weight in zip(terms, weights, strict=True):
+        if all(t in tokens for t in term):
+            got += weight
+            matched += len(term)
+    for gram in grams:
+        if gram in text:
+            got += 1.0
+            matched += 1
+    total = sum(weights) + len(grams)
+    return (got / total if total else 0.0), matched
+
+
+class Retriever:
+    """Search one project. ``embedder`` and ``index`` are optional (text-only without them)."""
+
+    def __init__(self, store: Store, cfg: Any, embedder: Any = None, index: Any = None) -> None:
+        self.store = store
+        self.cfg = cfg
+        self.embedder = embedder
+        self.index = index
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        session: str | None = None,
+        types: Sequence[str] | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        exclude_ids: Sequence[str] = (),
+        query_vector: Any = None,
+    ) -> list[Hit]:
+        rcfg = self.cfg.retrieval
+        filters = {"session": session, "types": types, "since": since, "until": until}
+        text_hits = self.store.fts(query, limit=rcfg.candidates, exclude_ids=exclude_ids, **filters)
+        relative = {e.id: s for e, s in text_hits}
+        events = {e.id: e for e, _ in text_hits}
+        similarity = self._vector_candidates(query, query_vector, exclude_ids, filters)
+        missing = [i for i in similarity if i not in events]
+        for event in self.store.by_ids(missing):
+            if _passes(event, filters):
+                events[event.id] = event
+        terms, grams = query_terms(query)
+        total, df = doc_freqs(self.store, {t for term in terms for t in term})
+        weights = [sum(scoring.idf(total, df.get(t, 0)) for t in term) / len(term) for term in terms]
+        hits = []
+        for event_id, event in events.items():
+            if event.type in ("session_start", "session_end"):
+                continue
+            text = 0.0
+            if event_id in relative:
+                share, matched = coverage(event, terms, grams, weights)
+                text = scoring.text_score(share, relative[event_id], matched)
+            vector = scoring.vector_score(similarity[event_id], rcfg) if event_id in similarity else 0.0
+            fresh = scoring.recency(event.ts, rcfg.recency_half_life_days)
+            prior = scoring.TYPE_PRIOR.get(event.type, 0.5)
+            score = scoring.fuse(text, vector, fresh, prior, rcfg)
+            hits.append(Hit(event, score, {"text": text, "vector": vector, "recency": fresh, "prior": prior}))
+        hits.sort(key=lambda h: (-h.score, -h.event.seq))
+        hits = hits[:limit]
+        for hit, label in zip(hits, scoring.classify([h.score for h in hits], rcfg), strict=True):
+            hit.confidence = label
+        return hits
+
+    def _vector_candidates(self, query: str, query_vector: Any, exclude_ids: Sequence[str],
+                           filters: dict[str, Any]) -> dict[str, float]:
+        if self.index is None or (self.embedder is None and query_vector is None):
+            return {}
+        try:
+            if self.index.count() == 0:
+                return {}
+            vector = query_vector if query_vector is not None else self.embedder.embed_query(query)
+            pairs = self.index.search(vector, self.cfg.retrieval.candidates + len(exclude_ids),
+                                      where=_where(filters))
+        except Exception as exc:  # noqa: BLE001 - a broken vector index degrades to text search
+            from memlane.logs import log
+
+            log("retrieval", "warning", f"vector search failed, text only: {exc!r}")
+            return {}
+        skip = set(exclude_ids)
+        return {event_id: sim for event_id, sim in pairs if event_id not in skip}
+
+
+def _passes(event: Event, filters: dict[str, Any]) -> bool:
+    if filters.get("session") and event.session_id != filters["session"]:
+        return False
+    if filters.get("types") and event.type not in filters["types"]:
+        return False
+    if filters.get("since") and event.ts < filters["since"]:
+        return False
+    return not (filters.get("until") and event.ts >= filters["until"])
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def _where(filters: dict[str, Any]) -> str | None:
+    """A LanceDB filter for the vector rows (they carry type, session_id and ts)."""
+    clauses = []
+    if filters.get("session"):
+        clauses.append(f"session_id = {_quote(filters['session'])}")
+    if filters.get("types"):
+        clauses.append(f"type IN ({', '.join(_quote(t) for t in filters['types'])})")
+    if filters.get("since"):
+        clauses.append(f"ts >= {_quote(filters['since'])}")
+    if filters.get("until"):
+        clauses.append(f"ts < {_quote(filters['until'])}")
+    return " AND ".join(clauses) or None
