@@ -28,6 +28,8 @@ def memlane_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name in list(os.environ):
         if name.startswith("MEMLANE_") and name != "MEMLANE_HOME":
             monkeypatch.delenv(name)
+    # Tests that want the daemon start it themselves; SessionStart must not spawn one per test.
+    monkeypatch.setenv("MEMLANE_DAEMON_AUTOSTART", "false")
     return home
 
 

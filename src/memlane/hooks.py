@@ -134,6 +134,33 @@ def _session_end_summary(store: Store, session_id: str, payload: dict[str, Any])
                                {"cwd": payload.get("cwd"), "source": "extractive"})])
 
 
+def prompt_context(store: Store, proj: project.Project, payload: dict[str, Any], cfg: config.Config,
+                   exclude_ids: list[str]) -> str:
+    """Hybrid retrieval from the daemon within its deadline; full-text in-process when it cannot answer."""
+    prompt = str(payload.get("prompt") or "")
+    from memlane.daemon import client
+
+    answer = client.call("/api/inject", {"cwd": proj.root_str, "prompt": prompt, "exclude_ids": exclude_ids,
+                                         "session_id": payload.get("session_id")}, cfg.daemon.hook_deadline_ms)
+    if answer is not None and isinstance(answer.get("context"), str):
+        return str(answer["context"])
+    log("hooks", "debug", "daemon did not answer in time; full-text fallback")
+    return inject.prompt_context(store, prompt, cfg, exclude_ids)
+
+
+def _autostart(cfg: config.Config) -> None:
+    if not cfg.daemon.autostart:
+        return
+    try:
+        from memlane.daemon.spawn import start_detached
+
+        pid = start_detached()
+        if pid:
+            log("hooks", "info", f"started the daemon (pid {pid})")
+    except Exception as exc:  # noqa: BLE001
+        log("hooks", "warning", f"could not start the daemon: {exc!r}")
+
+
 def _output(event: str, context: str) -> str:
     body = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
     return json.dumps(body, ensure_ascii=False)
@@ -165,8 +192,9 @@ def handle(event: str, raw: bytes) -> str:
         if event not in INJECTING or not cfg.injection.enabled:
             return ""
         if event == "UserPromptSubmit":
-            context = inject.prompt_context(store, str(payload.get("prompt") or ""), cfg, ids)
+            context = prompt_context(store, proj, payload, cfg, ids)
         else:
+            _autostart(cfg)
             context = inject.session_start_context(store, payload["session_id"], cfg, [note] if note else [])
         return _output(event, context) if context else ""
     finally:

@@ -13,6 +13,7 @@ from memlane.store.db import Event, Store, parse_query
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
+    from typing import Any
 
 HEADER = "memlane: relevant memory from earlier sessions in this project (expand with `memlane show mem:ID`)."
 
@@ -62,6 +63,19 @@ def prompt_memories(store: Store, prompt: str, cfg: Config, exclude_ids: Sequenc
         if len(chosen) >= cfg.injection.max_results:
             break
     return chosen
+
+
+def hits_context(hits: Sequence[Any], cfg: Config) -> str:
+    """Injection text for scored hits (from the daemon or in-process hybrid retrieval)."""
+    if not hits:
+        return ""
+    lines = [HEADER]
+    for hit in hits:
+        event = hit.event
+        day = event.ts[:16].replace("T", " ")
+        lines.append(f"- [{event.cite}] ({hit.confidence}, {hit.score:.2f}) {day} "
+                     f"{event.type.replace('_', ' ')}: {one_line(event.content, 240)}")
+    return fit(lines, cfg.injection.max_chars)
 
 
 def prompt_context(store: Store, prompt: str, cfg: Config, exclude_ids: Sequence[str] = ()) -> str:

@@ -249,12 +249,16 @@ def projects(as_json: bool) -> None:
 
 
 def _register_groups() -> None:
-    from memlane.cli import admin, config_cmd
+    from memlane.cli import admin, config_cmd, daemon_cmd
 
     cli.add_command(config_cmd.config_group)
+    cli.add_command(daemon_cmd.serve)
+    cli.add_command(daemon_cmd.daemon_group)
     for command in (admin.install, admin.uninstall, admin.status, admin.doctor, admin.demo):
         cli.add_command(command)
-    for module, name in (("memlane.cli.regions", "regions"), ("memlane.cli.workflow", "workflow")):
+    for module, name in (("memlane.cli.regions", "regions"), ("memlane.cli.workflow", "workflow"),
+                         ("memlane.cli.vectors", "process"), ("memlane.cli.vectors", "vectors"),
+                         ("memlane.cli.importer", "import_group")):
         try:
             mod = __import__(module, fromlist=[name])
         except ImportError:

@@ -1,0 +1,97 @@
+"""``memlane serve`` and ``memlane daemon status|start|stop|logs``."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+
+import click
+
+from memlane import paths
+from memlane.cli import render
+from memlane.daemon import state
+
+
+@click.command()
+@click.option("--port", type=click.IntRange(0, 65535), help="Port (default: daemon.port, 37777; 0 = any free port).")
+@click.option("--no-worker", is_flag=True, help="Serve searches only; do not embed the outbox.")
+@click.option("--quiet", is_flag=True, help="No start-up message (used when started detached).")
+def serve(port: int | None, no_worker: bool, quiet: bool) -> None:
+    """Run the daemon in the foreground: HTTP API on 127.0.0.1 plus the embedding worker."""
+    from memlane.daemon.server import DaemonError, serve as run
+
+    if not quiet:
+        click.echo("memlane daemon starting (Ctrl-C to stop)…")
+    try:
+        run(port=port, worker=not no_worker)
+    except DaemonError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@click.group("daemon")
+def daemon_group() -> None:
+    """The background daemon (search API, embedding worker)."""
+
+
+@daemon_group.command("status")
+@click.option("--json", "as_json", is_flag=True)
+def status(as_json: bool) -> None:
+    """Whether it runs, where, and what it is doing."""
+    from memlane.daemon.server import describe
+
+    info = describe()
+    if as_json:
+        render.emit_json(info)
+    elif not info["running"]:
+        click.echo("daemon: not running (start it with `memlane daemon start`; SessionStart starts it too)")
+    else:
+        health = info.get("health") or {}
+        click.echo(f"daemon: running, pid {info['pid']}, http://127.0.0.1:{info['port']}, "
+                   f"model {health.get('model') or health.get('model_error') or 'loading'}, "
+                   f"embedded {((health.get('worker') or {}).get('processed', 0))} event(s) since start")
+
+
+@daemon_group.command("start")
+def start() -> None:
+    """Start it detached (no-op when it runs)."""
+    from memlane.daemon.spawn import start_detached
+
+    pid = start_detached()
+    if pid is None:
+        click.echo("daemon already running")
+        return
+    for _ in range(100):
+        if state.read_info():
+            click.echo(f"daemon started (pid {pid})")
+            return
+        time.sleep(0.1)
+    raise click.ClickException(f"daemon did not come up; see {paths.logs_dir() / 'daemon.out'}")
+
+
+@daemon_group.command("stop")
+def stop() -> None:
+    """Stop it (SIGTERM, then wait)."""
+    info = state.read_info()
+    if not info:
+        click.echo("daemon not running")
+        return
+    os.kill(int(info["pid"]), signal.SIGTERM)
+    for _ in range(100):
+        if not state.read_info():
+            click.echo("daemon stopped")
+            return
+        time.sleep(0.1)
+    raise click.ClickException(f"daemon (pid {info['pid']}) did not stop within 10 s")
+
+
+@daemon_group.command("logs")
+@click.option("-n", "lines", default=40, show_default=True, type=click.IntRange(1, 100000))
+def logs(lines: int) -> None:
+    """The last lines of the daemon's log."""
+    path = paths.logs_dir() / "daemon.log"
+    if not path.exists():
+        click.echo("no daemon log yet")
+        return
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]:
+        click.echo(line)

@@ -1,0 +1,285 @@
+"""``memlane serve``: the HTTP API on 127.0.0.1 (starlette + uvicorn) and the embedding worker.
+
+Security: binds loopback only; every request needs ``Authorization: Bearer <token>`` (token file 0600
+in the data dir); the Host header must name this server and an Origin, when sent, must be this
+server's own — which defeats DNS rebinding from a web page. One instance per user: an exclusive
+``flock`` on ``daemon.lock`` (not a pid guess). Exits after ``daemon.idle_timeout_s`` without
+requests or work, and leaves no child processes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hmac
+import json
+import os
+import signal
+import socket
+import threading
+import time
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from memlane import __version__, config, project
+from memlane.daemon import state
+from memlane.logs import log
+from memlane.memory import Memory, MemoryError_
+from memlane.retrieval.engine import Engine
+
+
+class DaemonError(RuntimeError):
+    """A daemon that cannot start (already running, port taken); one-line message."""
+
+
+class Guard:
+    """ASGI middleware: token, Host and Origin checks before any route runs."""
+
+    def __init__(self, app: ASGIApp, token: str, port: int) -> None:
+        self.app = app
+        self.token = token.encode()
+        self.hosts = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()}
+        self.origins = {f"http://127.0.0.1:{port}".encode(), f"http://localhost:{port}".encode()}
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = dict(scope.get("headers") or [])
+        problem = None
+        if headers.get(b"host") not in self.hosts:
+            problem = (403, "forbidden host")
+        elif b"origin" in headers and headers[b"origin"] not in self.origins:
+            problem = (403, "forbidden origin")
+        else:
+            auth = headers.get(b"authorization", b"")
+            if not (auth.startswith(b"Bearer ") and hmac.compare_digest(auth[7:], self.token)):
+                problem = (401, "missing or wrong token")
+        if problem:
+            response = JSONResponse({"error": problem[1]}, status_code=problem[0])
+            await response(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
+class Daemon:
+    def __init__(self, cfg: config.Config) -> None:
+        self.cfg = cfg
+        self.engine = Engine(cfg)
+        self.last_activity = time.monotonic()
+        self.searching = 0
+        self.started = time.time()
+        self.stop = threading.Event()
+        self.worker_state: dict[str, Any] = {"processed": 0, "last_error": None, "busy": False}
+
+    # ---- routes --------------------------------------------------------------------------------
+
+    def touch(self) -> None:
+        self.last_activity = time.monotonic()
+
+    def memory(self, body: dict[str, Any]) -> Memory:
+        cwd, pid = body.get("cwd"), body.get("project_id")
+        if cwd is not None and not isinstance(cwd, str) or pid is not None and not isinstance(pid, str):
+            raise MemoryError_("cwd and project_id must be strings")
+        if not cwd and not pid:
+            raise MemoryError_("give cwd or project_id")
+        return Memory.open(cwd, project_id=pid, cfg=self.cfg)
+
+    async def health(self, request: Request) -> JSONResponse:
+        self.touch()
+        return JSONResponse({
+            "ok": True, "pid": os.getpid(), "version": __version__, "uptime_s": round(time.time() - self.started),
+            "model": getattr(self.engine._embedder, "version", None), "model_error": self.engine.model_error,
+            "worker": self.worker_state,
+        })
+
+    def _search(self, body: dict[str, Any]) -> dict[str, Any]:
+        query = body.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise MemoryError_("query must be a non-empty string")
+        limit = body.get("limit", 10)
+        if not isinstance(limit, int) or not 1 <= limit <= 200:
+            raise MemoryError_("limit must be an integer from 1 to 200")
+        with self.memory(body) as mem:
+            hits = self.engine.search(mem, query, limit=limit, types=body.get("types"), session=body.get("session"),
+                                      since=body.get("since"), until=body.get("until"),
+                                      exclude_ids=body.get("exclude_ids") or [])
+            return {"project_id": mem.project.id, "results": [h.as_dict() for h in hits]}
+
+    def _inject(self, body: dict[str, Any]) -> dict[str, Any]:
+        from memlane.capture.inject import hits_context
+
+        prompt = body.get("prompt")
+        if not isinstance(prompt, str):
+            raise MemoryError_("prompt must be a string")
+        with self.memory(body) as mem:
+            hits = self.engine.relevant(mem, prompt, list(body.get("exclude_ids") or []))
+            return {"context": hits_context(hits, mem.config), "results": [h.event.cite for h in hits]}
+
+    async def _json_route(self, request: Request, fn: Any) -> JSONResponse:
+        self.touch()
+        try:
+            body = await request.json()
+        except (ValueError, UnicodeDecodeError):
+            return JSONResponse({"error": "body must be JSON"}, status_code=400)
+        if not isinstance(body, dict):
+            return JSONResponse({"error": "body must be a JSON object"}, status_code=400)
+        self.searching += 1
+        try:
+            from starlette.concurrency import run_in_threadpool
+
+            return JSONResponse(await run_in_threadpool(fn, body))
+        except (MemoryError_, config.ConfigError) as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        finally:
+            self.searching -= 1
+            self.touch()
+
+    async def search(self, request: Request) -> JSONResponse:
+        return await self._json_route(request, self._search)
+
+    async def inject(self, request: Request) -> JSONResponse:
+        return await self._json_route(request, self._inject)
+
+    async def shutdown(self, request: Request) -> JSONResponse:
+        self.stop.set()
+        return JSONResponse({"ok": True, "stopping": True})
+
+    def app(self, token: str, port: int) -> ASGIApp:
+        routes = [
+            Route("/api/health", self.health, methods=["GET"]),
+            Route("/api/search", self.search, methods=["POST"]),
+            Route("/api/inject", self.inject, methods=["POST"]),
+            Route("/api/shutdown", self.shutdown, methods=["POST"]),
+        ]
+        extra = getattr(self, "extra_routes", None)
+        if extra:
+            routes.extend(extra(self))
+        return Guard(Starlette(routes=routes), token, port)
+
+    # ---- background work -----------------------------------------------------------------------
+
+    def warm(self) -> None:
+        started = time.perf_counter()
+        if self.engine.embedder is not None:
+            self.engine.embedder.embed_query("warm up")
+            log("daemon", "info", f"model {self.engine.embedder.version} warm in {time.perf_counter() - started:.1f} s")
+
+    def work_once(self) -> int:
+        """Drain every project's outbox a batch at a time; pauses while searches are running."""
+        embedder = self.engine.embedder
+        if embedder is None:
+            return 0
+        from memlane.vectors import process_outbox
+
+        done = 0
+        for entry in project.known_projects():
+            if self.stop.is_set():
+                break
+            while self.searching:
+                time.sleep(0.01)  # searches first: they have a budget, the backlog does not
+            try:
+                with Memory.open(project_id=str(entry["id"]), cfg=self.cfg) as mem:
+                    report = process_outbox(mem, embedder, limit=self.cfg.vectors.batch_size)
+                    done += int(getattr(report, "processed", 0) or 0)
+            except Exception as exc:  # noqa: BLE001 - keep the worker alive; the outbox records failures
+                self.worker_state["last_error"] = repr(exc)
+                log("daemon", "error", f"worker failed on {entry.get('id')}: {exc!r}")
+        self.worker_state["processed"] += done
+        return done
+
+    def worker(self) -> None:
+        self.warm()
+        while not self.stop.is_set():
+            self.worker_state["busy"] = True
+            done = self.work_once()
+            self.worker_state["busy"] = False
+            if done:
+                self.touch()
+            self.stop.wait(0.2 if done else 2.0)
+
+    def idle_watch(self, server: uvicorn.Server) -> None:
+        while not self.stop.wait(1.0):
+            if time.monotonic() - self.last_activity > self.cfg.daemon.idle_timeout_s:
+                log("daemon", "info", "idle timeout reached; exiting")
+                self.stop.set()
+        server.should_exit = True
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    if host not in ("127.0.0.1", "localhost", "::1"):
+        raise DaemonError(f"daemon.host must be a loopback address, not {host!r}")
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(("127.0.0.1" if host == "localhost" else host, port))
+    except OSError as exc:
+        sock.close()
+        raise DaemonError(f"port {port} on {host} is already in use ({exc.strerror}); "
+                          f"stop what uses it or set daemon.port (memlane config set daemon.port 37778)") from exc
+    sock.listen(64)
+    sock.set_inheritable(True)
+    return sock
+
+
+def acquire_lock() -> int:
+    fd = os.open(state.lock_file(), os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as exc:
+        os.close(fd)
+        info = state.read_info()
+        where = f" (pid {info['pid']}, port {info['port']})" if info else ""
+        raise DaemonError(f"the memlane daemon is already running{where}") from exc
+    return fd
+
+
+def serve(cfg: config.Config | None = None, port: int | None = None, worker: bool = True) -> None:
+    """Run the daemon in this process until stopped, idle, or signalled."""
+    cfg = cfg or config.load()
+    port = port if port is not None else cfg.daemon.port
+    lock_fd = acquire_lock()
+    sock = _bind(cfg.daemon.host, port)
+    port = sock.getsockname()[1]
+    token = state.ensure_token()
+    daemon = Daemon(cfg)
+    server = uvicorn.Server(uvicorn.Config(daemon.app(token, port), log_level="warning", access_log=False,
+                                           lifespan="off"))
+    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: daemon.stop.set())
+    state.write_info({"pid": os.getpid(), "host": "127.0.0.1", "port": port, "started": time.time(),
+                      "version": __version__})
+    log("daemon", "info", f"serving on 127.0.0.1:{port} (pid {os.getpid()})")
+    threads = [threading.Thread(target=daemon.idle_watch, args=(server,), daemon=True)]
+    if worker:
+        threads.append(threading.Thread(target=daemon.worker, daemon=True))
+    for t in threads:
+        t.start()
+    try:
+        server.run(sockets=[sock])
+    finally:
+        daemon.stop.set()
+        state.clear_info(os.getpid())
+        sock.close()
+        os.close(lock_fd)
+        log("daemon", "info", "stopped")
+
+
+def describe() -> dict[str, Any]:
+    info = state.read_info()
+    if not info:
+        return {"running": False}
+    from memlane.daemon import client
+
+    health = client.call("/api/health", None, 2000, method="GET")
+    return {"running": True, **info, "health": health}
+
+
+def dump(obj: Any) -> str:
+    return json.dumps(obj, indent=2, default=str)

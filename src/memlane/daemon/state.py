@@ -1,0 +1,97 @@
+"""Files the daemon and its clients share: the token, the lock, ``daemon.json``. Stdlib only (hooks read them)."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+
+from memlane import paths
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+
+def token_file() -> str:
+    return paths.join("daemon.token")
+
+
+def info_file() -> str:
+    return paths.join("daemon.json")
+
+
+def lock_file() -> str:
+    return paths.join("daemon.lock")
+
+
+def ensure_token() -> str:
+    """The shared secret (created 0600 on first use). Clients send it as a Bearer token."""
+    path = token_file()
+    try:
+        with open(path, encoding="utf-8") as fh:
+            token = fh.read().strip()
+        if token:
+            return token
+    except FileNotFoundError:
+        pass
+    token = secrets.token_urlsafe(32)
+    tmp = f"{path}.{os.getpid()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(token)
+    os.replace(tmp, path)
+    return token
+
+
+def read_token() -> str | None:
+    try:
+        with open(token_file(), encoding="utf-8") as fh:
+            return fh.read().strip() or None
+    except OSError:
+        return None
+
+
+def read_info() -> dict[str, Any] | None:
+    """What the running daemon wrote about itself (pid, host, port), if it is alive."""
+    try:
+        with open(info_file(), encoding="utf-8") as fh:
+            info = json.load(fh)
+    except (OSError, ValueError):
+        return None
+    pid = info.get("pid") if isinstance(info, dict) else None
+    if not isinstance(pid, int) or not _alive(pid):
+        return None
+    return info
+
+
+def write_info(info: dict[str, Any]) -> None:
+    path = info_file()
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        json.dump(info, fh)
+    os.replace(tmp, path)
+
+
+def clear_info(pid: int) -> None:
+    current = None
+    try:
+        with open(info_file(), encoding="utf-8") as fh:
+            current = json.load(fh)
+    except (OSError, ValueError):
+        return
+    if isinstance(current, dict) and current.get("pid") == pid:
+        try:
+            os.unlink(info_file())
+        except OSError:
+            pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
