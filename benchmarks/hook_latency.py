@@ -20,11 +20,74 @@ import tempfile
 import time
 from pathlib import Path
 
-WORDS = ("pool connection timeout cache invoice billing checkout session token refactor migrate schema "
-         "index query latency retry backoff worker queue deploy docker config parser router handler model "
-         "test fixture assert mock flaky build lint format typing async await thread lock mutex deadlock "
-         "memory leak profile benchmark endpoint request response header cookie auth login user admin "
-         "payment refund order cart product search ranking embedding vector chunk summary prompt").split()
+WORDS = [
+    "pool",
+    "connection",
+    "timeout",
+    "cache",
+    "invoice",
+    "billing",
+    "checkout",
+    "session",
+    "token",
+    "refactor",
+    "migrate",
+    "schema",
+    "index",
+    "query",
+    "latency",
+    "retry",
+    "backoff",
+    "worker",
+    "queue",
+    "deploy",
+    "docker",
+    "config",
+    "parser",
+    "router",
+    "handler",
+    "model",
+    "test",
+    "fixture",
+    "assert",
+    "mock",
+    "flaky",
+    "build",
+    "lint",
+    "format",
+    "typing",
+    "async",
+    "await",
+    "thread",
+    "lock",
+    "mutex",
+    "deadlock",
+    "memory",
+    "leak",
+    "profile",
+    "benchmark",
+    "endpoint",
+    "request",
+    "response",
+    "header",
+    "cookie",
+    "auth",
+    "login",
+    "user",
+    "admin",
+    "payment",
+    "refund",
+    "order",
+    "cart",
+    "product",
+    "search",
+    "ranking",
+    "embedding",
+    "vector",
+    "chunk",
+    "summary",
+    "prompt",
+]
 
 
 def sentence(rng: random.Random, n: int) -> str:
@@ -63,8 +126,9 @@ def build_store(cwd: Path, events: int) -> None:
 def run_hook(event: str, payload: dict[str, object], env: dict[str, str]) -> float:
     raw = json.dumps(payload).encode()
     start = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "memlane", "hook", event], input=raw, capture_output=True,
-                          env=env, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "memlane", "hook", event], input=raw, capture_output=True, env=env, check=False
+    )
     elapsed = (time.perf_counter() - start) * 1000
     if proc.returncode != 0:
         raise SystemExit(f"{event} failed: {proc.stderr.decode()[-500:]}")
@@ -75,14 +139,22 @@ def payloads(cwd: Path, i: int) -> dict[str, dict[str, object]]:
     sid = f"live-{i}"
     base = {"session_id": sid, "transcript_path": "/nonexistent.jsonl", "cwd": str(cwd), "prompt_id": f"p{i}"}
     return {
-        "PostToolUse": {**base, "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_use_id": f"tu{i}",
-                        "tool_input": {"command": f"pytest -q tests/test_pool_{i}.py"},
-                        "tool_response": {"stdout": "..F\nE  TimeoutError: pool exhausted\n" * 20, "stderr": ""}},
+        "PostToolUse": {
+            **base,
+            "hook_event_name": "PostToolUse",
+            "tool_name": "Bash",
+            "tool_use_id": f"tu{i}",
+            "tool_input": {"command": f"pytest -q tests/test_pool_{i}.py"},
+            "tool_response": {"stdout": "..F\nE  TimeoutError: pool exhausted\n" * 20, "stderr": ""},
+        },
         "Stop": {**base, "hook_event_name": "Stop", "last_assistant_message": f"Fixed the pool timeout, run {i}."},
         "PreCompact": {**base, "hook_event_name": "PreCompact", "trigger": "auto", "custom_instructions": ""},
         "SessionEnd": {**base, "hook_event_name": "SessionEnd", "reason": "other"},
-        "UserPromptSubmit": {**base, "hook_event_name": "UserPromptSubmit",
-                             "prompt": f"why does the checkout connection pool timeout under load again {i}?"},
+        "UserPromptSubmit": {
+            **base,
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": f"why does the checkout connection pool timeout under load again {i}?",
+        },
         "SessionStart": {**base, "hook_event_name": "SessionStart", "source": "startup"},
     }
 
@@ -113,8 +185,10 @@ def main() -> None:
             if i >= 3:  # the first runs warm the page cache
                 results[name].append(ms)
     baseline = [run_hook("NoSuchEvent", {"session_id": "x"}, env) for _ in range(10)]
-    print(f"\nhook latency, whole process, {args.events} events in store, {args.runs} runs each "
-          f"(python startup + no-op hook: p50 {statistics.median(baseline):.1f} ms)")
+    print(
+        f"\nhook latency, whole process, {args.events} events in store, {args.runs} runs each "
+        f"(python startup + no-op hook: p50 {statistics.median(baseline):.1f} ms)"
+    )
     print(f"{'hook':<18}{'p50 ms':>9}{'p95 ms':>9}{'budget':>9}")
     for name in order:
         budget = {"UserPromptSubmit": 80, "SessionStart": 150}.get(name, 50)

@@ -24,7 +24,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-DEFAULT_DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval" / "longmemeval_s_cleaned_498q.json.gz"
+DEFAULT_DATA = (
+    Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval" / "longmemeval_s_cleaned_498q.json.gz"
+)
 
 
 def load(path: Path) -> list[dict[str, Any]]:
@@ -53,8 +55,9 @@ def build(question: dict[str, Any], workdir: Path, embedder: Any) -> tuple[Any, 
     turn_ids: dict[str, str] = {}
     batch = []
     keys = []
-    for sid, date, session in zip(question["haystack_session_ids"], question["haystack_dates"],
-                                  question["haystack_sessions"], strict=True):
+    for sid, date, session in zip(
+        question["haystack_session_ids"], question["haystack_dates"], question["haystack_sessions"], strict=True
+    ):
         for i, turn in enumerate(session):
             kind = "user_prompt" if turn["role"] == "user" else "agent_response"
             batch.append(NewEvent(kind, sid, turn["content"] or " ", f"{i}", {}, ts=iso(date)))
@@ -66,6 +69,7 @@ def build(question: dict[str, Any], workdir: Path, embedder: Any) -> tuple[Any, 
     index = None
     if embedder is not None:
         from memlane.vectors import process_outbox  # noqa: F401 - fails early if missing
+
         index = _index(store, embedder, workdir, config.Config())
     return store, index, turn_ids
 
@@ -81,8 +85,12 @@ def _index(store: Any, embedder: Any, workdir: Path, cfg: Any) -> Any:
         for n, chunk in enumerate(embedder.chunk(event.content)):
             rows.append((event, n, chunk))
     vectors = embedder.embed_passages([c for _, _, c in rows])
-    index.upsert([{"event_id": e.id, "chunk": n, "vector": v, "type": e.type, "session_id": e.session_id,
-                   "ts": e.ts} for (e, n, _), v in zip(rows, vectors, strict=True)])
+    index.upsert(
+        [
+            {"event_id": e.id, "chunk": n, "vector": v, "type": e.type, "session_id": e.session_id, "ts": e.ts}
+            for (e, n, _), v in zip(rows, vectors, strict=True)
+        ]
+    )
     return index
 
 
@@ -136,8 +144,10 @@ def main() -> None:
             summary = "  ".join(f"{k} {statistics.mean(v):.3f}" for k, v in metrics.items() if v)
             print(f"\r[{n}/{len(questions)}] {summary}", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
-    print(f"LongMemEval ({args.data.name}), {len(questions)} non-abstention questions, mode={args.mode}, "
-          f"{time.time() - started:.0f} s")
+    print(
+        f"LongMemEval ({args.data.name}), {len(questions)} non-abstention questions, mode={args.mode}, "
+        f"{time.time() - started:.0f} s"
+    )
     for key, values in metrics.items():
         print(f"  {key:<22} {statistics.mean(values):.4f}   (n={len(values)})")
     print(f"  search latency        p50 {statistics.median(latencies):.1f} ms")

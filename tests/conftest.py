@@ -62,7 +62,15 @@ def hook(proj: Path) -> Callable[..., str]:
     return run
 
 
-def run_hook_process(event: str, data: dict[str, Any] | bytes, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[bytes]:
+def run_hook_process(
+    event: str, data: dict[str, Any] | bytes, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[bytes]:
     raw = data if isinstance(data, bytes) else json.dumps(data).encode()
-    return subprocess.run([sys.executable, "-m", "memlane", "hook", event], input=raw, capture_output=True,
-                          env={**os.environ, **(env or {})}, timeout=60, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "memlane", "hook", event],
+        input=raw,
+        capture_output=True,
+        env={**os.environ, **(env or {})},
+        timeout=60,
+        check=False,
+    )

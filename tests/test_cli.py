@@ -19,8 +19,10 @@ def filled(hook: Callable[..., str], proj: Path) -> Path:
     hook("PostToolUse", payload("04-PostToolUse.json"))
     hook("Stop", payload("05-Stop.json"))
     hook("SessionEnd", payload("06-SessionEnd.json"))
-    hook("UserPromptSubmit", payload("08-UserPromptSubmit.json", session_id="s-two",
-                                     prompt="데이터베이스 연결 풀 문제를 해결해 주세요"))
+    hook(
+        "UserPromptSubmit",
+        payload("08-UserPromptSubmit.json", session_id="s-two", prompt="데이터베이스 연결 풀 문제를 해결해 주세요"),
+    )
     return proj
 
 
@@ -67,7 +69,7 @@ def test_stats_and_sessions(filled: Path) -> None:
     sessions = json.loads(invoke(filled, "sessions", "--json")[1])
     assert {s["id"] for s in sessions} == {"s-two", "6f8a962b-e546-4507-8ff4-23e5a2f295f8"}
     assert any(s["summary"] and "zebrafinch" in s["summary"] for s in sessions)
-    code, out = invoke(filled, "stats")
+    _code, out = invoke(filled, "stats")
     assert "privacy" in out
 
 
@@ -75,8 +77,9 @@ def test_forget_event_session_before_and_project(filled: Path) -> None:
     rows = json.loads(invoke(filled, "history", "--type", "user_prompt", "--json")[1])
     code, out = invoke(filled, "forget", rows[0]["citation"], "--yes")
     assert code == 0 and "Forgot 1" in out
-    result = CliRunner().invoke(cli, ["-C", str(filled), "forget", "--session", "6f8a962b-e546-4507-8ff4-23e5a2f295f8"],
-                                input="n\n")
+    result = CliRunner().invoke(
+        cli, ["-C", str(filled), "forget", "--session", "6f8a962b-e546-4507-8ff4-23e5a2f295f8"], input="n\n"
+    )
     assert result.exit_code == 1 and "Aborted" in result.output
     code, out = invoke(filled, "forget", "--session", "6f8a962b-e546-4507-8ff4-23e5a2f295f8", "--dry-run")
     assert "Would forget" in out
@@ -160,8 +163,8 @@ def test_doctor_repair_ingests_spool(filled: Path) -> None:
 
     p = project.identify(filled)
     spool.write(p.id, str(p.root), [NewEvent("user_prompt", "s9", "spooled words", "t")], "test")
-    code, out = invoke(filled, "doctor", "--repair")
+    _, out = invoke(filled, "doctor", "--repair")
     assert "1 new event" in out
-    code, out = invoke(filled, "doctor", "--repair")
+    _code, out = invoke(filled, "doctor", "--repair")
     assert "nothing to repair" in out
     assert len(json.loads(invoke(filled, "search", "spooled", "--json")[1])) == 1

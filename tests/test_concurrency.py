@@ -33,14 +33,25 @@ def test_twenty_processes_thousands_of_events_exactly_once(proj: Path) -> None:
     template = json.loads((PAYLOADS / "04-PostToolUse.json").read_text())
     code = WORKER.format(workers=WORKERS)
     procs = [
-        subprocess.Popen([sys.executable, "-c", code, str(i), str(PER_WORKER), str(proj), json.dumps(template)],
-                         env=os.environ.copy(), stderr=subprocess.PIPE)
+        subprocess.Popen(
+            [sys.executable, "-c", code, str(i), str(PER_WORKER), str(proj), json.dumps(template)],
+            env=os.environ.copy(),
+            stderr=subprocess.PIPE,
+        )
         for i in range(WORKERS)
     ]
     # Real whole-process hooks join in while the workers run.
     for k in range(5):
-        run_hook_process("UserPromptSubmit", {"session_id": "live", "cwd": str(proj), "prompt_id": f"live{k}",
-                                              "hook_event_name": "UserPromptSubmit", "prompt": f"live prompt {k}"})
+        run_hook_process(
+            "UserPromptSubmit",
+            {
+                "session_id": "live",
+                "cwd": str(proj),
+                "prompt_id": f"live{k}",
+                "hook_event_name": "UserPromptSubmit",
+                "prompt": f"live prompt {k}",
+            },
+        )
     for p in procs:
         _, err = p.communicate(timeout=600)
         assert p.returncode == 0, err.decode()[-2000:]
@@ -48,10 +59,22 @@ def test_twenty_processes_thousands_of_events_exactly_once(proj: Path) -> None:
     with Store(p.db_path, p.id) as store:
         spool_left = list((Path(os.environ["MEMLANE_HOME"]) / "spool").glob("*.json"))
         if spool_left:  # anything that hit the busy timeout is ingested by the next hook
-            run_hook_process("Stop", {"session_id": "live", "cwd": str(proj), "hook_event_name": "Stop",
-                                      "last_assistant_message": "done", "prompt_id": "live-stop"})
-        commands = [r[0] for r in store.db.execute(
-            "SELECT json_extract(metadata, '$.command') FROM events WHERE type = 'tool_observation'")]
+            run_hook_process(
+                "Stop",
+                {
+                    "session_id": "live",
+                    "cwd": str(proj),
+                    "hook_event_name": "Stop",
+                    "last_assistant_message": "done",
+                    "prompt_id": "live-stop",
+                },
+            )
+        commands = [
+            r[0]
+            for r in store.db.execute(
+                "SELECT json_extract(metadata, '$.command') FROM events WHERE type = 'tool_observation'"
+            )
+        ]
         assert len(commands) == WORKERS * PER_WORKER
         assert len(set(commands)) == len(commands)
         assert store.db.execute("SELECT COUNT(*) FROM outbox").fetchone()[0] == store.count()

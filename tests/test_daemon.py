@@ -20,8 +20,12 @@ from memlane.daemon import client, state
 
 
 def start_daemon(port: int = 0, *extra: str) -> subprocess.Popen[bytes]:
-    return subprocess.Popen([sys.executable, "-m", "memlane", "serve", "--port", str(port), "--quiet", *extra],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=os.environ.copy())
+    return subprocess.Popen(
+        [sys.executable, "-m", "memlane", "serve", "--port", str(port), "--quiet", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=os.environ.copy(),
+    )
 
 
 @pytest.fixture
@@ -40,10 +44,20 @@ def daemon(memlane_home: Path) -> Iterator[dict]:  # type: ignore[type-arg]
     proc.wait(timeout=20)
 
 
-def request(port: int, path: str, *, token: str | None, host: str | None = None, origin: str | None = None,
-            body: dict | None = None) -> tuple[int, dict]:  # type: ignore[type-arg]
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", method="POST" if body is not None else "GET",
-                                 data=json.dumps(body).encode() if body is not None else None)
+def request(
+    port: int,
+    path: str,
+    *,
+    token: str | None,
+    host: str | None = None,
+    origin: str | None = None,
+    body: dict | None = None,
+) -> tuple[int, dict]:  # type: ignore[type-arg]
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}",
+        method="POST" if body is not None else "GET",
+        data=json.dumps(body).encode() if body is not None else None,
+    )
     if token:
         req.add_header("Authorization", f"Bearer {token}")
     if host:
@@ -110,8 +124,10 @@ def test_hook_client_uses_daemon_and_falls_back_when_down(daemon: dict, hook, pr
     daemon["proc"].wait(timeout=20)
     assert client.call("/api/health", None, 200, method="GET") is None
     hook("UserPromptSubmit", payload("02-UserPromptSubmit.json"))
-    out = hook("UserPromptSubmit", payload("02-UserPromptSubmit.json", prompt_id="n2",
-                                           prompt="connection pool times out again"))
+    out = hook(
+        "UserPromptSubmit",
+        payload("02-UserPromptSubmit.json", prompt_id="n2", prompt="connection pool times out again"),
+    )
     assert "[mem:" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
 
 

@@ -40,8 +40,14 @@ def replay_session(hook: Hook, session: str = "") -> None:
 def test_real_session_is_captured(hook: Hook, proj: Path) -> None:
     replay_session(hook)
     by_type = {e.type for e in events(proj)}
-    assert {"session_start", "user_prompt", "tool_observation", "agent_response", "session_end",
-            "session_summary"} <= by_type
+    assert {
+        "session_start",
+        "user_prompt",
+        "tool_observation",
+        "agent_response",
+        "session_end",
+        "session_summary",
+    } <= by_type
     prompt = events(proj, "user_prompt")[0]
     assert "zebrafinch" in prompt.content and prompt.metadata["prompt_id"]
     tool = events(proj, "tool_observation")[0]
@@ -76,8 +82,14 @@ def test_second_session_gets_first_session_back(hook: Hook, proj: Path) -> None:
     body = json.loads(start)["hookSpecificOutput"]
     assert body["hookEventName"] == "SessionStart"
     assert "Previous session" in body["additionalContext"] and "zebrafinch" in body["additionalContext"]
-    out = hook("UserPromptSubmit", payload("08-UserPromptSubmit.json", session_id="new-session",
-                                           prompt="the connection pool timeout is back, what did we do?"))
+    out = hook(
+        "UserPromptSubmit",
+        payload(
+            "08-UserPromptSubmit.json",
+            session_id="new-session",
+            prompt="the connection pool timeout is back, what did we do?",
+        ),
+    )
     context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert "[mem:" in context and "pool" in context
     assert len(context) <= 4000
@@ -86,26 +98,50 @@ def test_second_session_gets_first_session_back(hook: Hook, proj: Path) -> None:
 def test_prompt_never_retrieves_itself_and_irrelevant_gets_nothing(hook: Hook, proj: Path) -> None:
     out = hook("UserPromptSubmit", payload("02-UserPromptSubmit.json"))
     assert out == ""  # the only memory would be the prompt itself
-    hook("UserPromptSubmit", payload("02-UserPromptSubmit.json", prompt_id="x2",
-                                     prompt="refactor the billing invoices module"))
-    assert hook("UserPromptSubmit", payload("02-UserPromptSubmit.json", prompt_id="x3",
-                                            prompt="what colour should the logo be?")) == ""
+    hook(
+        "UserPromptSubmit",
+        payload("02-UserPromptSubmit.json", prompt_id="x2", prompt="refactor the billing invoices module"),
+    )
+    assert (
+        hook(
+            "UserPromptSubmit",
+            payload("02-UserPromptSubmit.json", prompt_id="x3", prompt="what colour should the logo be?"),
+        )
+        == ""
+    )
 
 
 def test_stop_falls_back_to_transcript_tail_without_thinking(hook: Hook, proj: Path, tmp_path: Path) -> None:
     transcript = tmp_path / "t.jsonl"
     lines = [
         {"type": "user", "message": {"role": "user", "content": "please fix it"}, "uuid": "u1"},
-        {"type": "assistant", "message": {"content": [{"type": "thinking", "thinking": "SECRET-THOUGHT"},
-                                                      {"type": "text", "text": "Let me look."},
-                                                      {"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]},
-         "uuid": "a1"},
-        {"type": "user", "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
-         "uuid": "u2"},
+        {
+            "type": "assistant",
+            "message": {
+                "content": [
+                    {"type": "thinking", "thinking": "SECRET-THOUGHT"},
+                    {"type": "text", "text": "Let me look."},
+                    {"type": "tool_use", "id": "t1", "name": "Bash", "input": {}},
+                ]
+            },
+            "uuid": "a1",
+        },
+        {
+            "type": "user",
+            "message": {"content": [{"type": "tool_result", "tool_use_id": "t1", "content": "ok"}]},
+            "uuid": "u2",
+        },
         {"type": "attachment", "attachment": {"type": "hook_success"}},
-        {"type": "assistant", "message": {"content": [{"type": "thinking", "thinking": "MORE-THOUGHT"},
-                                                      {"type": "text", "text": "All fixed (final words)."}]},
-         "uuid": "a2"},
+        {
+            "type": "assistant",
+            "message": {
+                "content": [
+                    {"type": "thinking", "thinking": "MORE-THOUGHT"},
+                    {"type": "text", "text": "All fixed (final words)."},
+                ]
+            },
+            "uuid": "a2",
+        },
     ]
     transcript.write_text("\n".join(json.dumps(x) for x in lines) + "\n{truncated line")
     data = payload("05-Stop.json", transcript_path=str(transcript))
@@ -137,15 +173,41 @@ def test_post_tool_use_skips_configured_and_own_tools(hook: Hook, proj: Path) ->
 def test_tool_metadata_and_compression(hook: Hook, proj: Path) -> None:
     base = payload("04-PostToolUse.json")
     big = "\n".join(f"line {i}" for i in range(5000))
-    hook("PostToolUse", base, tool_use_id="r", tool_name="Read", tool_input={"file_path": "/x/app/models.py"},
-         tool_response={"type": "text", "file": {"filePath": "/x/app/models.py", "content": big, "numLines": 5000,
-                                                 "totalLines": 5000}})
-    hook("PostToolUse", base, tool_use_id="g", tool_name="Grep", tool_input={"pattern": "def main", "path": "src"},
-         tool_response={"mode": "files_with_matches", "filenames": ["src/a.py", "src/b.py"], "numFiles": 2})
-    hook("PostToolUse", base, tool_use_id="w", tool_name="WebFetch", tool_input={"url": "https://docs.python.org/3/x"},
-         tool_response={"code": 200, "result": "y" * 5000, "url": "https://docs.python.org/3/x"})
-    hook("PostToolUse", base, tool_use_id="e", tool_name="Bash", tool_input={"command": "false"},
-         tool_response="Error: Exit code 1\nboom")
+    hook(
+        "PostToolUse",
+        base,
+        tool_use_id="r",
+        tool_name="Read",
+        tool_input={"file_path": "/x/app/models.py"},
+        tool_response={
+            "type": "text",
+            "file": {"filePath": "/x/app/models.py", "content": big, "numLines": 5000, "totalLines": 5000},
+        },
+    )
+    hook(
+        "PostToolUse",
+        base,
+        tool_use_id="g",
+        tool_name="Grep",
+        tool_input={"pattern": "def main", "path": "src"},
+        tool_response={"mode": "files_with_matches", "filenames": ["src/a.py", "src/b.py"], "numFiles": 2},
+    )
+    hook(
+        "PostToolUse",
+        base,
+        tool_use_id="w",
+        tool_name="WebFetch",
+        tool_input={"url": "https://docs.python.org/3/x"},
+        tool_response={"code": 200, "result": "y" * 5000, "url": "https://docs.python.org/3/x"},
+    )
+    hook(
+        "PostToolUse",
+        base,
+        tool_use_id="e",
+        tool_name="Bash",
+        tool_input={"command": "false"},
+        tool_response="Error: Exit code 1\nboom",
+    )
     obs = {e.metadata["tool_name"]: e for e in events(proj, "tool_observation")}
     read = obs["Read"]
     assert read.metadata["file_type"] == "python" and read.metadata["line_count"] == 5000
@@ -159,8 +221,17 @@ def test_tool_metadata_and_compression(hook: Hook, proj: Path) -> None:
 
 def test_pre_compact_and_compact_summary(hook: Hook, proj: Path, tmp_path: Path) -> None:
     transcript = tmp_path / "c.jsonl"
-    transcript.write_text(json.dumps({"type": "user", "isCompactSummary": True, "uuid": "cs1",
-                                      "message": {"content": "Summary: we fixed the pool (ocelot)."}}) + "\n")
+    transcript.write_text(
+        json.dumps(
+            {
+                "type": "user",
+                "isCompactSummary": True,
+                "uuid": "cs1",
+                "message": {"content": "Summary: we fixed the pool (ocelot)."},
+            }
+        )
+        + "\n"
+    )
     base = payload("01-SessionStart.json", transcript_path=str(transcript))
     hook("PreCompact", base, hook_event_name="PreCompact", trigger="manual", custom_instructions="keep tests")
     hook("SessionStart", base, source="compact")
@@ -170,10 +241,17 @@ def test_pre_compact_and_compact_summary(hook: Hook, proj: Path, tmp_path: Path)
 
 
 def test_private_and_secrets_never_reach_disk(hook: Hook, proj: Path) -> None:
-    hook("UserPromptSubmit", payload("02-UserPromptSubmit.json",
-                                     prompt="deploy it <private>the vault code is platypus-42</private> now"))
-    hook("PostToolUse", payload("04-PostToolUse.json"), tool_input={
-        "command": "curl -H 'Authorization: Bearer abcdefghijklmnopqrstuvwxyz012345' https://api.example.com"})
+    hook(
+        "UserPromptSubmit",
+        payload("02-UserPromptSubmit.json", prompt="deploy it <private>the vault code is platypus-42</private> now"),
+    )
+    hook(
+        "PostToolUse",
+        payload("04-PostToolUse.json"),
+        tool_input={
+            "command": "curl -H 'Authorization: Bearer abcdefghijklmnopqrstuvwxyz012345' https://api.example.com"
+        },
+    )
     (prompt,) = events(proj, "user_prompt")
     assert "platypus" not in prompt.content and prompt.metadata["privacy"]["private_sections"] == 1
     (tool,) = events(proj, "tool_observation")
@@ -186,8 +264,16 @@ def test_private_and_secrets_never_reach_disk(hook: Hook, proj: Path) -> None:
 
 @pytest.mark.parametrize(
     "raw",
-    [b"", b"not json", b"[1,2,3]", b'"str"', b"{}", b'{"session_id": 5}', b"\xff\xfe\x00garbage",
-     b'{"session_id": "s", "prompt": ' + b'"x' * 10 + b"}"],
+    [
+        b"",
+        b"not json",
+        b"[1,2,3]",
+        b'"str"',
+        b"{}",
+        b'{"session_id": 5}',
+        b"\xff\xfe\x00garbage",
+        b'{"session_id": "s", "prompt": ' + b'"x' * 10 + b"}",
+    ],
     ids=["empty", "garbage", "array", "string", "no-session", "bad-session", "binary", "truncated"],
 )
 def test_bad_payloads_fail_open(hook: Hook, proj: Path, raw: bytes, memlane_home: Path) -> None:
@@ -229,7 +315,9 @@ def test_corrupted_config_does_not_break_hooks(hook: Hook, proj: Path, memlane_h
     assert "config ignored" in log
 
 
-def test_locked_database_spools_then_ingests_exactly_once(hook: Hook, proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_locked_database_spools_then_ingests_exactly_once(
+    hook: Hook, proj: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MEMLANE_STORE_HOOK_BUSY_TIMEOUT_MS", "50")
     hook("SessionStart", payload("01-SessionStart.json"))  # creates the store
     db_path = project.identify(proj).db_path
@@ -266,6 +354,7 @@ def test_whole_process_fails_open_and_prints_valid_json(proj: Path) -> None:
 def test_unwritable_data_dir_fails_open(proj: Path, tmp_path: Path) -> None:
     ro = tmp_path / "ro-home"
     ro.write_text("a file, not a directory")
-    result = run_hook_process("UserPromptSubmit", payload("02-UserPromptSubmit.json", cwd=str(proj)),
-                              env={"MEMLANE_HOME": str(ro)})
+    result = run_hook_process(
+        "UserPromptSubmit", payload("02-UserPromptSubmit.json", cwd=str(proj)), env={"MEMLANE_HOME": str(ro)}
+    )
     assert result.returncode == 0 and b"Traceback" not in result.stderr

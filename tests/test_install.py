@@ -54,7 +54,9 @@ def test_reinstall_with_new_path_replaces_ours_only(tmp_path: Path) -> None:
     path = settings(tmp_path)
     inst.install(path, command="/old/memlane hook")
     inst.install(path, command="/new/memlane hook")
-    cmds = [h["command"] for groups in json.loads(path.read_text())["hooks"].values() for g in groups for h in g["hooks"]]
+    cmds = [
+        h["command"] for groups in json.loads(path.read_text())["hooks"].values() for g in groups for h in g["hooks"]
+    ]
     assert not any(c.startswith("/old/") for c in cmds) and "prettier --write" in cmds
 
 

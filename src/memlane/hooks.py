@@ -69,8 +69,7 @@ def store_events(proj: project.Project, cfg: config.Config, batch: list[NewEvent
         store = Store(proj.db_file, proj.id, cfg.store.hook_busy_timeout_ms)
         if batch:
             store.append(batch)
-        ids = [r[0] for e in batch for r in store.db.execute(
-            "SELECT id FROM events WHERE dedupe_key = ?", (e.key(),))]
+        ids = [r[0] for e in batch for r in store.db.execute("SELECT id FROM events WHERE dedupe_key = ?", (e.key(),))]
         return store, ids
     except (sqlite3.Error, OSError) as exc:
         if store is not None:
@@ -98,8 +97,9 @@ def _workflow_active(event: str, payload: dict[str, Any], proj: project.Project)
     return event == "UserPromptSubmit" and isinstance(prompt, str) and prompt.lstrip().startswith("/workflow-")
 
 
-def _workflow(event: str, payload: dict[str, Any], proj: project.Project, cfg: config.Config,
-              response: str = "") -> str | None:
+def _workflow(
+    event: str, payload: dict[str, Any], proj: project.Project, cfg: config.Config, response: str = ""
+) -> str | None:
     """Workflow memory rides on the same hooks; its failures never affect capture."""
     if not cfg.workflow.enabled or not _workflow_active(event, payload, proj):
         return None
@@ -130,18 +130,23 @@ def _session_end_summary(store: Store, session_id: str, payload: dict[str, Any])
     text = summarize([e for e in history if e.type != "session_summary"])
     if text:
         turn = str(payload.get("prompt_id") or f"end{len(history)}")
-        store.append([NewEvent("session_summary", session_id, text, turn,
-                               {"cwd": payload.get("cwd"), "source": "extractive"})])
+        store.append(
+            [NewEvent("session_summary", session_id, text, turn, {"cwd": payload.get("cwd"), "source": "extractive"})]
+        )
 
 
-def prompt_context(store: Store, proj: project.Project, payload: dict[str, Any], cfg: config.Config,
-                   exclude_ids: list[str]) -> str:
+def prompt_context(
+    store: Store, proj: project.Project, payload: dict[str, Any], cfg: config.Config, exclude_ids: list[str]
+) -> str:
     """Hybrid retrieval from the daemon within its deadline; full-text in-process when it cannot answer."""
     prompt = str(payload.get("prompt") or "")
     from memlane.daemon import client
 
-    answer = client.call("/api/inject", {"cwd": proj.root_str, "prompt": prompt, "exclude_ids": exclude_ids,
-                                         "session_id": payload.get("session_id")}, cfg.daemon.hook_deadline_ms)
+    answer = client.call(
+        "/api/inject",
+        {"cwd": proj.root_str, "prompt": prompt, "exclude_ids": exclude_ids, "session_id": payload.get("session_id")},
+        cfg.daemon.hook_deadline_ms,
+    )
     if answer is not None and isinstance(answer.get("context"), str):
         return str(answer["context"])
     log("hooks", "debug", "daemon did not answer in time; full-text fallback")

@@ -1,9 +1,9 @@
 """The library API: one project's memory. The CLI, hooks, MCP server and HTTP routes wrap this.
 
-    from memlane.memory import Memory
-    with Memory.open("/path/to/project") as mem:
-        for hit in mem.search("pool timeout"):
-            print(hit.event.cite, hit.event.content)
+from memlane.memory import Memory
+with Memory.open("/path/to/project") as mem:
+    for hit in mem.search("pool timeout"):
+        print(hit.event.cite, hit.event.content)
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -21,16 +20,6 @@ from memlane.store.db import EVENT_TYPES, Event, Store
 
 class MemoryError_(LookupError):
     """A user-facing lookup failure (unknown id, project, …); the message is one line."""
-
-
-@dataclass
-class Hit:
-    event: Event
-    score: float
-    sources: dict[str, float] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return {**self.event.as_dict(), "score": round(self.score, 4), "sources": self.sources}
 
 
 class Memory:
@@ -99,13 +88,20 @@ class Memory:
         types: Sequence[str] | None = None,
         since: str | None = None,
         until: str | None = None,
-    ) -> list[Hit]:
-        """Full-text search (BM25; CJK through trigrams)."""
+        semantic: bool = True,
+        engine: Any = None,
+    ) -> list[Any]:
+        """Hybrid search (BM25 + vectors + recency + type) → ``retrieval.hybrid.Hit`` list, best first.
+
+        ``semantic=False`` (or no embedding model) searches full-text only, on the same score scale.
+        """
         if not query.strip():
             raise MemoryError_("empty search query")
         _check_types(types)
-        hits = self.store.fts(query, limit=limit, session=session, types=types, since=since, until=until)
-        return [Hit(e, s, {"bm25": s}) for e, s in hits]
+        from memlane.retrieval.engine import Engine
+
+        engine = engine or Engine(self.config, vectors=semantic)
+        return list(engine.search(self, query, limit=limit, session=session, types=types, since=since, until=until))
 
     # ---- curating ------------------------------------------------------------------------------
 

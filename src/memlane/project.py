@@ -75,7 +75,7 @@ def _git_common_dir(git_path: str) -> str | None:
     text = _read(git_path)
     if text is None or not text.startswith("gitdir:"):
         return None
-    gitdir = text[len("gitdir:"):].strip()
+    gitdir = text[len("gitdir:") :].strip()
     if not os.path.isabs(gitdir):
         gitdir = os.path.realpath(os.path.join(os.path.dirname(git_path), gitdir))
     common = _read(os.path.join(gitdir, "commondir"))

@@ -37,8 +37,20 @@ def claude_bin() -> Path:
     binary = prefix / "node_modules" / ".bin" / "claude"
     if not binary.exists():
         prefix.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["npm", "install", "--prefix", str(prefix), f"@anthropic-ai/claude-code@{CC_VERSION}",
-                        "--no-audit", "--no-fund"], check=True, capture_output=True, timeout=900)
+        subprocess.run(
+            [
+                "npm",
+                "install",
+                "--prefix",
+                str(prefix),
+                f"@anthropic-ai/claude-code@{CC_VERSION}",
+                "--no-audit",
+                "--no-fund",
+            ],
+            check=True,
+            capture_output=True,
+            timeout=900,
+        )
     return binary
 
 
@@ -51,16 +63,33 @@ def free_port() -> int:
 @pytest.fixture
 def stub(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     script = tmp_path / "script.json"
-    script.write_text(json.dumps({
-        "turns": [{"text": "Let me run the pool tests.", "tool": "Bash",
-                   "input": {"command": "echo 'E   TimeoutError: pool exhausted after 30s (narwhal)'",
-                             "description": "run pool tests"}}],
-        "final": ["Fixed: the pool now releases connections on timeout (quokka).", "Nothing else to do (heron)."],
-    }))
+    script.write_text(
+        json.dumps(
+            {
+                "turns": [
+                    {
+                        "text": "Let me run the pool tests.",
+                        "tool": "Bash",
+                        "input": {
+                            "command": "echo 'E   TimeoutError: pool exhausted after 30s (narwhal)'",
+                            "description": "run pool tests",
+                        },
+                    }
+                ],
+                "final": [
+                    "Fixed: the pool now releases connections on timeout (quokka).",
+                    "Nothing else to do (heron).",
+                ],
+            }
+        )
+    )
     log = tmp_path / "requests.jsonl"
     port = free_port()
-    proc = subprocess.Popen([sys.executable, str(STUB), "--port", str(port), "--script", str(script),
-                             "--log", str(log)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, str(STUB), "--port", str(port), "--script", str(script), "--log", str(log)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     for _ in range(100):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
@@ -73,8 +102,15 @@ def stub(tmp_path: Path) -> Iterator[tuple[int, Path]]:
 
 
 def memlane(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "memlane", *args], env=env, cwd=cwd, capture_output=True,
-                          text=True, timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "memlane", *args],
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def wait_for(predicate, timeout: float = 30.0) -> bool:  # type: ignore[no-untyped-def]
@@ -93,16 +129,28 @@ def test_claude_code_capture_and_injection(claude_bin: Path, stub: tuple[int, Pa
     project = tmp_path / "shop"
     project.mkdir()
     subprocess.run(["git", "init", "-q", str(project)], check=True)
-    env = {**os.environ, "HOME": str(home), "MEMLANE_HOME": str(tmp_path / "memlane"),
-           "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}", "ANTHROPIC_API_KEY": "sk-ant-test",
-           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1"}
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "MEMLANE_HOME": str(tmp_path / "memlane"),
+        "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
+        "ANTHROPIC_API_KEY": "sk-ant-test",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+    }
     result = memlane("install", env=env, cwd=project)
     assert result.returncode == 0, result.stderr
     assert (home / ".claude" / "settings.json").exists()
 
     def claude(prompt: str, *extra: str) -> dict:  # type: ignore[type-arg]
-        proc = subprocess.run([str(claude_bin), "-p", prompt, "--allowedTools", "Bash", "--output-format", "json",
-                               *extra], env=env, cwd=project, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [str(claude_bin), "-p", prompt, "--allowedTools", "Bash", "--output-format", "json", *extra],
+            env=env,
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         return json.loads(proc.stdout)
 

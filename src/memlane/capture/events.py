@@ -61,7 +61,9 @@ class Privacy:
     def stamp(self, meta: dict[str, Any]) -> dict[str, Any]:
         if self.sections or self.secrets or self.chars:
             meta["privacy"] = {
-                "private_sections": self.sections, "secrets_redacted": self.secrets, "chars_filtered": self.chars,
+                "private_sections": self.sections,
+                "secrets_redacted": self.secrets,
+                "chars_filtered": self.chars,
             }
         return meta
 
@@ -85,10 +87,10 @@ def tool_observation(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:
     if not isinstance(tool, str) or not observe.should_store(tool, cfg.capture):
         return []
     p = Privacy(cfg)
-    obs = observe.observe(tool, p.value(payload.get("tool_input")), p.value(payload.get("tool_response")),
-                          cfg.capture)
-    meta = p.stamp(_meta(payload, tool_use_id=payload.get("tool_use_id"), duration_ms=payload.get("duration_ms"),
-                         **obs.metadata))
+    obs = observe.observe(tool, p.value(payload.get("tool_input")), p.value(payload.get("tool_response")), cfg.capture)
+    meta = p.stamp(
+        _meta(payload, tool_use_id=payload.get("tool_use_id"), duration_ms=payload.get("duration_ms"), **obs.metadata)
+    )
     turn = str(payload.get("tool_use_id") or _turn(payload, tool))
     return [NewEvent("tool_observation", str(payload["session_id"]), obs.content(), turn, meta)]
 
@@ -114,8 +116,15 @@ def agent_response(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:
 def session_start(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:
     source = str(payload.get("source") or "startup")
     sid = str(payload["session_id"])
-    events = [NewEvent("session_start", sid, f"Session started ({source}) in {payload.get('cwd') or '?'}",
-                       _turn(payload, source), _meta(payload, source=source))]
+    events = [
+        NewEvent(
+            "session_start",
+            sid,
+            f"Session started ({source}) in {payload.get('cwd') or '?'}",
+            _turn(payload, source),
+            _meta(payload, source=source),
+        )
+    ]
     if source == "compact" and isinstance(payload.get("transcript_path"), str):
         events.extend(_compact_summary(payload, cfg))
     return events
@@ -131,15 +140,25 @@ def _compact_summary(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:
             p = Privacy(cfg)
             content = _limit(p.text(text), cfg)
             meta = p.stamp(_meta(payload, kind="summary"))
-            return [NewEvent("compaction", str(payload["session_id"]), content,
-                             str(line.get("uuid") or _turn(payload)), meta)]
+            return [
+                NewEvent(
+                    "compaction", str(payload["session_id"]), content, str(line.get("uuid") or _turn(payload)), meta
+                )
+            ]
     return []
 
 
 def session_end(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:
     reason = str(payload.get("reason") or "other")
-    return [NewEvent("session_end", str(payload["session_id"]), f"Session ended ({reason})",
-                     _turn(payload, reason), _meta(payload, reason=reason))]
+    return [
+        NewEvent(
+            "session_end",
+            str(payload["session_id"]),
+            f"Session ended ({reason})",
+            _turn(payload, reason),
+            _meta(payload, reason=reason),
+        )
+    ]
 
 
 def compaction(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:

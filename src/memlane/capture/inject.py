@@ -49,7 +49,7 @@ def prompt_memories(store: Store, prompt: str, cfg: Config, exclude_ids: Sequenc
     """Full-text memories for a prompt: hits sharing enough distinct words with it."""
     if len(prompt.strip()) < cfg.injection.min_prompt_chars:
         return []
-    words, trigrams, short = parse_query(prompt)
+    words, _trigrams, _short = parse_query(prompt)
     terms = [w.strip('"').lower() for w in words]
     hits = store.fts(prompt, limit=cfg.injection.max_results * 4, exclude_ids=exclude_ids)
     need = 1 if len(terms) <= 1 else 2
@@ -73,8 +73,10 @@ def hits_context(hits: Sequence[Any], cfg: Config) -> str:
     for hit in hits:
         event = hit.event
         day = event.ts[:16].replace("T", " ")
-        lines.append(f"- [{event.cite}] ({hit.confidence}, {hit.score:.2f}) {day} "
-                     f"{event.type.replace('_', ' ')}: {one_line(event.content, 240)}")
+        lines.append(
+            f"- [{event.cite}] ({hit.confidence}, {hit.score:.2f}) {day} "
+            f"{event.type.replace('_', ' ')}: {one_line(event.content, 240)}"
+        )
     return fit(lines, cfg.injection.max_chars)
 
 
@@ -91,11 +93,15 @@ def session_start_context(store: Store, session_id: str, cfg: Config, extra: Seq
     previous = [s for s in store.sessions(limit=10) if s["id"] != session_id]
     summarised = next((s for s in previous if s.get("summary")), None)
     if summarised:
-        lines.append(f"Previous session ({str(summarised['last_activity'])[:10]}, "
-                     f"{summarised['prompt_count']} prompt(s)):")
+        lines.append(
+            f"Previous session ({str(summarised['last_activity'])[:10]}, {summarised['prompt_count']} prompt(s)):"
+        )
         lines.extend(f"  {line}" for line in str(summarised["summary"]).split("\n"))
-    recent = [e for e in store.history(types=["user_prompt"], limit=cfg.injection.session_start_recent * 3)
-              if e.session_id != session_id][: cfg.injection.session_start_recent]
+    recent = [
+        e
+        for e in store.history(types=["user_prompt"], limit=cfg.injection.session_start_recent * 3)
+        if e.session_id != session_id
+    ][: cfg.injection.session_start_recent]
     if recent:
         lines.append("Recent prompts:")
         lines.extend(event_line(e, 200) for e in recent)

@@ -20,12 +20,41 @@ if TYPE_CHECKING:
     from memlane.config import CaptureConfig
 
 _EXT_TYPES = {
-    ".py": "python", ".ts": "typescript", ".tsx": "typescript", ".js": "javascript", ".jsx": "javascript",
-    ".mjs": "javascript", ".rs": "rust", ".go": "go", ".java": "java", ".kt": "kotlin", ".rb": "ruby",
-    ".c": "c", ".h": "c", ".cc": "cpp", ".cpp": "cpp", ".hpp": "cpp", ".cs": "csharp", ".swift": "swift",
-    ".php": "php", ".sh": "shell", ".bash": "shell", ".zsh": "shell", ".md": "markdown", ".json": "json",
-    ".toml": "toml", ".yaml": "yaml", ".yml": "yaml", ".html": "html", ".css": "css", ".sql": "sql",
-    ".txt": "text", ".ipynb": "notebook", ".vue": "vue", ".svelte": "svelte", ".scala": "scala",
+    ".py": "python",
+    ".ts": "typescript",
+    ".tsx": "typescript",
+    ".js": "javascript",
+    ".jsx": "javascript",
+    ".mjs": "javascript",
+    ".rs": "rust",
+    ".go": "go",
+    ".java": "java",
+    ".kt": "kotlin",
+    ".rb": "ruby",
+    ".c": "c",
+    ".h": "c",
+    ".cc": "cpp",
+    ".cpp": "cpp",
+    ".hpp": "cpp",
+    ".cs": "csharp",
+    ".swift": "swift",
+    ".php": "php",
+    ".sh": "shell",
+    ".bash": "shell",
+    ".zsh": "shell",
+    ".md": "markdown",
+    ".json": "json",
+    ".toml": "toml",
+    ".yaml": "yaml",
+    ".yml": "yaml",
+    ".html": "html",
+    ".css": "css",
+    ".sql": "sql",
+    ".txt": "text",
+    ".ipynb": "notebook",
+    ".vue": "vue",
+    ".svelte": "svelte",
+    ".scala": "scala",
 }
 _EXIT_CODE = re.compile(r"(?:exit code|exited with code|Exit code)[:\s]+(-?\d+)", re.IGNORECASE)
 
@@ -138,8 +167,9 @@ def _write(tool: str, inp: dict[str, Any], response: Any, cfg: CaptureConfig) ->
         meta["line_count"] = body.count("\n") + 1 if body else 0
         text = body
     elif tool == "MultiEdit" and isinstance(inp.get("edits"), list):
-        text = "\n".join(f"- {e.get('old_string', '')}\n+ {e.get('new_string', '')}"
-                         for e in inp["edits"] if isinstance(e, dict))
+        text = "\n".join(
+            f"- {e.get('old_string', '')}\n+ {e.get('new_string', '')}" for e in inp["edits"] if isinstance(e, dict)
+        )
     elif tool == "NotebookEdit":
         text = str(inp.get("new_source") or "")
     else:
@@ -218,7 +248,17 @@ def _generic(tool: str, inp: dict[str, Any], response: Any, cfg: CaptureConfig) 
 
 
 _HANDLERS = {
-    "Read": _read, "Write": _write, "Edit": _write, "MultiEdit": _write, "NotebookEdit": _write,
-    "Bash": _bash, "BashOutput": _bash, "Grep": _search, "Glob": _search, "WebFetch": _web,
-    "WebSearch": _web, "Task": _task, "Agent": _task,
+    "Read": _read,
+    "Write": _write,
+    "Edit": _write,
+    "MultiEdit": _write,
+    "NotebookEdit": _write,
+    "Bash": _bash,
+    "BashOutput": _bash,
+    "Grep": _search,
+    "Glob": _search,
+    "WebFetch": _web,
+    "WebSearch": _web,
+    "Task": _task,
+    "Agent": _task,
 }

@@ -24,12 +24,18 @@ def summarize(events: list[Event]) -> str:
     """A few labelled lines describing a session; empty when there is nothing to say."""
     prompts = [e.content for e in events if e.type == "user_prompt"]
     tools = [e for e in events if e.type == "tool_observation"]
-    edited = _unique([str(e.metadata.get("file_path") or "") for e in tools
-                      if e.metadata.get("tool_name") in _EDIT_TOOLS])
+    edited = _unique(
+        [str(e.metadata.get("file_path") or "") for e in tools if e.metadata.get("tool_name") in _EDIT_TOOLS]
+    )
     read = _unique([str(e.metadata.get("file_path") or "") for e in tools if e.metadata.get("tool_name") == "Read"])
     commands = _unique([str(e.metadata.get("command") or "") for e in tools if e.metadata.get("command")])
-    errors = _unique([str(e.metadata.get("error") or f"{e.metadata.get('tool_name')}: exit {e.metadata.get('exit_code')}")
-                      for e in tools if e.metadata.get("success") is False])
+    errors = _unique(
+        [
+            str(e.metadata.get("error") or f"{e.metadata.get('tool_name')}: exit {e.metadata.get('exit_code')}")
+            for e in tools
+            if e.metadata.get("success") is False
+        ]
+    )
     answers = [e.content for e in events if e.type == "agent_response"]
     lines: list[str] = []
     if prompts:

@@ -11,7 +11,8 @@ from typing import Any, cast
 
 import click
 
-from memlane import config, install as inst, paths, project
+from memlane import config, paths, project
+from memlane import install as inst
 from memlane.cli import render
 
 SCOPES = ["user", "project", "local"]
@@ -22,9 +23,14 @@ def _root(cwd: str | None) -> Path:
 
 
 @click.command()
-@click.option("--scope", type=click.Choice(SCOPES), default="user", show_default=True,
-              help="user: ~/.claude/settings.json (all projects); project: .claude/settings.json (shared); "
-                   "local: .claude/settings.local.json (you, this project).")
+@click.option(
+    "--scope",
+    type=click.Choice(SCOPES),
+    default="user",
+    show_default=True,
+    help="user: ~/.claude/settings.json (all projects); project: .claude/settings.json (shared); "
+    "local: .claude/settings.local.json (you, this project).",
+)
 @click.option("--dry-run", is_flag=True, help="Show what would change, write nothing.")
 @click.pass_context
 def install(ctx: click.Context, scope: str, dry_run: bool) -> None:
@@ -104,14 +110,16 @@ def status(ctx: click.Context, as_json: bool) -> None:
         render.emit_json(data)
         return
     hooks = "; ".join(f"{s}: {len(v)} hook(s)" for s, v in data["hooks"].items() if v) or "not installed"
-    render.kv_table([
-        ("memlane", data["version"]),
-        ("hooks", hooks),
-        ("data", f"{data['data_dir']} ({render.human_bytes(data['data_bytes'])}, {data['projects']} project(s))"),
-        ("this project", f"{proj.id} — {events if events is not None else 'no'} event(s)"),
-        ("spool", f"{data['spooled_files']} file(s) waiting" if data["spooled_files"] else "empty"),
-        ("logs", data["logs"]),
-    ])
+    render.kv_table(
+        [
+            ("memlane", data["version"]),
+            ("hooks", hooks),
+            ("data", f"{data['data_dir']} ({render.human_bytes(data['data_bytes'])}, {data['projects']} project(s))"),
+            ("this project", f"{proj.id} — {events if events is not None else 'no'} event(s)"),
+            ("spool", f"{data['spooled_files']} file(s) waiting" if data["spooled_files"] else "empty"),
+            ("logs", data["logs"]),
+        ]
+    )
 
 
 @dataclass
@@ -133,8 +141,7 @@ def _checks(root: Path) -> list[Check]:
     except config.ConfigError as exc:
         out.append(Check("config", False, str(exc), "fix the named key with `memlane config set` or edit the file"))
     mode = stat.S_IMODE(paths.home().stat().st_mode)
-    out.append(Check("data dir", mode & 0o077 == 0, f"{paths.home()} mode {oct(mode)}",
-                     f"chmod 700 {paths.home()}"))
+    out.append(Check("data dir", mode & 0o077 == 0, f"{paths.home()} mode {oct(mode)}", f"chmod 700 {paths.home()}"))
     found = {s: inst.installed_events(inst.settings_path(cast(inst.Scope, s), root)) for s in SCOPES}
     where = [s for s, v in found.items() if v]
     if not where:
@@ -144,26 +151,51 @@ def _checks(root: Path) -> list[Check]:
             missing = sorted(set(inst.HOOKS) - set(found[scope]))
             command = next(iter(found[scope].values())).split()[0]
             exists = os.access(command, os.X_OK) or command == "memlane"
-            out.append(Check(f"hooks ({scope})", not missing and exists,
-                             f"{len(found[scope])} hook(s), command {command}"
-                             + (f"; missing {', '.join(missing)}" if missing else "")
-                             + ("" if exists else "; command not found"),
-                             f"memlane install --scope {scope}"))
+            out.append(
+                Check(
+                    f"hooks ({scope})",
+                    not missing and exists,
+                    f"{len(found[scope])} hook(s), command {command}"
+                    + (f"; missing {', '.join(missing)}" if missing else "")
+                    + ("" if exists else "; command not found"),
+                    f"memlane install --scope {scope}",
+                )
+            )
         if len(where) > 1:
-            out.append(Check("hooks (duplicates)", False, f"installed in several scopes: {', '.join(where)}; "
-                             "every event would be captured more than once (stored once, but slower)",
-                             "memlane uninstall --scope <one of them>", warn=True))
+            out.append(
+                Check(
+                    "hooks (duplicates)",
+                    False,
+                    f"installed in several scopes: {', '.join(where)}; "
+                    "every event would be captured more than once (stored once, but slower)",
+                    "memlane uninstall --scope <one of them>",
+                    warn=True,
+                )
+            )
     for path in sorted(paths.projects_dir().glob("*/memory.db")) if paths.projects_dir().is_dir() else []:
         try:
             with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
                 result = conn.execute("PRAGMA quick_check").fetchone()[0]
-            out.append(Check(f"store {path.parent.name}", result == "ok", result,
-                             "restore from backup or `memlane export` what is readable"))
+            out.append(
+                Check(
+                    f"store {path.parent.name}",
+                    result == "ok",
+                    result,
+                    "restore from backup or `memlane export` what is readable",
+                )
+            )
         except sqlite3.Error as exc:
             out.append(Check(f"store {path.parent.name}", False, str(exc), "memlane doctor --repair"))
     pending = spool.pending()
-    out.append(Check("spool", not pending, f"{len(pending)} spooled file(s) waiting" if pending else "empty",
-                     "memlane doctor --repair", warn=True))
+    out.append(
+        Check(
+            "spool",
+            not pending,
+            f"{len(pending)} spooled file(s) waiting" if pending else "empty",
+            "memlane doctor --repair",
+            warn=True,
+        )
+    )
     return out
 
 
@@ -173,15 +205,17 @@ def repair() -> list[str]:
     from memlane.store.db import Store
 
     done: list[str] = []
-    by_project: dict[str, list[Path]] = {}
+    by_project: dict[str, list[str]] = {}
     for path in spool.pending():
         by_project.setdefault(spool.project_of(path), []).append(path)
     for project_id, files in by_project.items():
         with Store(paths.db_path(project_id), project_id) as store:
             report = spool.ingest(store, files)
-        done.append(f"{project_id}: ingested {report.files} spool file(s), {report.inserted} new event(s), "
-                    f"{report.duplicates} already stored" + (f", {len(report.bad_files)} unreadable kept aside"
-                                                              if report.bad_files else ""))
+        done.append(
+            f"{project_id}: ingested {report.files} spool file(s), {report.inserted} new event(s), "
+            f"{report.duplicates} already stored"
+            + (f", {len(report.bad_files)} unreadable kept aside" if report.bad_files else "")
+        )
     return done
 
 

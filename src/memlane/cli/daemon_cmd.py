@@ -19,7 +19,8 @@ from memlane.daemon import state
 @click.option("--quiet", is_flag=True, help="No start-up message (used when started detached).")
 def serve(port: int | None, no_worker: bool, quiet: bool) -> None:
     """Run the daemon in the foreground: HTTP API on 127.0.0.1 plus the embedding worker."""
-    from memlane.daemon.server import DaemonError, serve as run
+    from memlane.daemon.server import DaemonError
+    from memlane.daemon.server import serve as run
 
     if not quiet:
         click.echo("memlane daemon starting (Ctrl-C to stop)…")
@@ -47,9 +48,11 @@ def status(as_json: bool) -> None:
         click.echo("daemon: not running (start it with `memlane daemon start`; SessionStart starts it too)")
     else:
         health = info.get("health") or {}
-        click.echo(f"daemon: running, pid {info['pid']}, http://127.0.0.1:{info['port']}, "
-                   f"model {health.get('model') or health.get('model_error') or 'loading'}, "
-                   f"embedded {((health.get('worker') or {}).get('processed', 0))} event(s) since start")
+        click.echo(
+            f"daemon: running, pid {info['pid']}, http://127.0.0.1:{info['port']}, "
+            f"model {health.get('model') or health.get('model_error') or 'loading'}, "
+            f"embedded {((health.get('worker') or {}).get('processed', 0))} event(s) since start"
+        )
 
 
 @daemon_group.command("start")

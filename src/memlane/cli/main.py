@@ -43,7 +43,9 @@ class Group(click.Group):
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
 @click.version_option(__version__, prog_name="memlane")
-@click.option("-C", "--cwd", type=click.Path(file_okay=False), help="Act on the project containing this folder (default: .).")
+@click.option(
+    "-C", "--cwd", type=click.Path(file_okay=False), help="Act on the project containing this folder (default: .)."
+)
 @click.option("--project-id", help="Act on a registered project by id (see `memlane projects`).")
 @click.pass_context
 def cli(ctx: click.Context, cwd: str | None, project_id: str | None) -> None:
@@ -62,8 +64,15 @@ def cli(ctx: click.Context, cwd: str | None, project_id: str | None) -> None:
 @click.option("--limit", "-n", default=30, show_default=True, type=click.IntRange(1, 100000))
 @json_option
 @pass_ctx
-def history(obj: Ctx, session: str | None, types: tuple[str, ...], since: str | None, until: str | None,
-            limit: int, as_json: bool) -> None:
+def history(
+    obj: Ctx,
+    session: str | None,
+    types: tuple[str, ...],
+    since: str | None,
+    until: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
     """Recent events, newest first."""
     with obj.memory() as mem:
         events = mem.history(session=session, types=list(types), since=since, until=until, limit=limit)
@@ -86,8 +95,16 @@ def show(obj: Ctx, ref: str, as_json: bool) -> None:
         if as_json:
             render.emit_json(event.as_dict())
             return
-        render.kv_table([("citation", event.cite), ("id", event.id), ("type", event.type), ("time", event.ts),
-                         ("session", event.session_id), ("project", event.project_id)])
+        render.kv_table(
+            [
+                ("citation", event.cite),
+                ("id", event.id),
+                ("type", event.type),
+                ("time", event.ts),
+                ("session", event.session_id),
+                ("project", event.project_id),
+            ]
+        )
         for key, value in sorted(event.metadata.items()):
             if value not in (None, "", {}):
                 render.console.print(f"[dim]{key}:[/] {value}")
@@ -113,25 +130,52 @@ def timeline(obj: Ctx, ref: str, before: int, after: int, as_json: bool) -> None
 
 @cli.command()
 @click.argument("query", nargs=-1, required=True)
-@click.option("--limit", "-n", default=10, show_default=True, type=click.IntRange(1, 1000))
+@click.option("--limit", "-n", default=10, show_default=True, type=click.IntRange(1, 200))
 @click.option("--session", "-s", help="Only this session id.")
 @click.option("--type", "-t", "types", multiple=True, type=click.Choice(EVENT_TYPES), help="Event type (repeatable).")
 @click.option("--since", type=WHEN)
 @click.option("--until", type=WHEN)
+@click.option(
+    "--disclosure",
+    "-d",
+    type=click.Choice(["index", "timeline", "full", "smart"]),
+    default="index",
+    show_default=True,
+    help="index: one line each; timeline: + session neighbours; full: everything; "
+    "smart: full detail only for high-confidence results.",
+)
+@click.option("--budget", default=2000, show_default=True, type=click.IntRange(100, 100000), help="Token budget.")
+@click.option("--text-only", is_flag=True, help="Full-text only (no embedding model, instant).")
 @json_option
 @pass_ctx
-def search(obj: Ctx, query: tuple[str, ...], limit: int, session: str | None, types: tuple[str, ...],
-           since: str | None, until: str | None, as_json: bool) -> None:
-    """Search memory (full-text, BM25; Korean/CJK too)."""
+def search(
+    obj: Ctx,
+    query: tuple[str, ...],
+    limit: int,
+    session: str | None,
+    types: tuple[str, ...],
+    since: str | None,
+    until: str | None,
+    disclosure: str,
+    budget: int,
+    text_only: bool,
+    as_json: bool,
+) -> None:
+    """Search memory by meaning and words (hybrid: BM25 + vectors + recency)."""
+    from memlane.retrieval.disclosure import disclose
+
     text = " ".join(query)
     with obj.memory() as mem:
-        hits = mem.search(text, limit=limit, session=session, types=list(types), since=since, until=until)
-        if as_json:
-            render.emit_json([h.as_dict() for h in hits])
-        elif not hits:
-            render.console.print(f"Nothing found for '{text}'.")
-        else:
-            render.events_table([h.event for h in hits], title=f"'{text}'", score=[h.score for h in hits])
+        hits = mem.search(
+            text, limit=limit, session=session, types=list(types), since=since, until=until, semantic=not text_only
+        )
+        rows = disclose(mem.store, hits, disclosure, budget)
+    if as_json:
+        render.emit_json(rows)
+    elif not rows:
+        render.console.print(f"Nothing found for '{text}'.")
+    else:
+        render.search_results(rows, text)
 
 
 @cli.command()
@@ -163,11 +207,15 @@ def stats(obj: Ctx, as_json: bool) -> None:
     p = data["privacy"]
     rows: list[tuple[str, Any]] = [
         ("project", f"{data['project_id']}  ({data['project_root']})"),
-        ("events", data["events"]), ("sessions", data["sessions"]),
+        ("events", data["events"]),
+        ("sessions", data["sessions"]),
         ("first / last", f"{data['first_activity'] or '-'} / {data['last_activity'] or '-'}"),
         *((f"  {k}", v) for k, v in data["by_type"].items()),
-        ("privacy", f"{p['private_sections']} private section(s), {p['secrets_redacted']} secret(s) redacted, "
-                    f"{p['chars_filtered']} chars filtered in {p['events_filtered']} event(s)"),
+        (
+            "privacy",
+            f"{p['private_sections']} private section(s), {p['secrets_redacted']} secret(s) redacted, "
+            f"{p['chars_filtered']} chars filtered in {p['events_filtered']} event(s)",
+        ),
         ("outbox", ", ".join(f"{k} {v}" for k, v in data["outbox"].items()) or "empty"),
         ("forgotten", f"{data['tombstones']} forget operation(s)"),
         ("store", f"{render.human_bytes(data['db_bytes'])}  {data['db_path']}"),
@@ -206,8 +254,9 @@ def export(obj: Ctx, fmt: str, output: str | None, session: str | None, since: s
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @click.option("--dry-run", is_flag=True, help="Say what would be removed, remove nothing.")
 @pass_ctx
-def forget(obj: Ctx, refs: tuple[str, ...], session: str | None, before: str | None, everything: bool,
-           yes: bool, dry_run: bool) -> None:
+def forget(
+    obj: Ctx, refs: tuple[str, ...], session: str | None, before: str | None, everything: bool, yes: bool, dry_run: bool
+) -> None:
     """Purge events for good (events, search index, vectors), leaving a tombstone without content."""
     chosen = sum(bool(x) for x in (refs, session, before, everything))
     if chosen != 1:
@@ -256,9 +305,13 @@ def _register_groups() -> None:
     cli.add_command(daemon_cmd.daemon_group)
     for command in (admin.install, admin.uninstall, admin.status, admin.doctor, admin.demo):
         cli.add_command(command)
-    for module, name in (("memlane.cli.regions", "regions"), ("memlane.cli.workflow", "workflow"),
-                         ("memlane.cli.vectors", "process"), ("memlane.cli.vectors", "vectors"),
-                         ("memlane.cli.importer", "import_group")):
+    for module, name in (
+        ("memlane.cli.regions", "regions"),
+        ("memlane.cli.workflow", "workflow"),
+        ("memlane.cli.vectors", "process"),
+        ("memlane.cli.vectors", "vectors"),
+        ("memlane.cli.importer", "import_group"),
+    ):
         try:
             mod = __import__(module, fromlist=[name])
         except ImportError:
@@ -267,6 +320,7 @@ def _register_groups() -> None:
 
 
 _register_groups()
+
 
 def run() -> None:
     try:

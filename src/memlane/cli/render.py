@@ -66,3 +66,32 @@ def human_bytes(n: float) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GB"
+
+
+def search_results(rows: Sequence[dict[str, Any]], query: str) -> None:
+    """Disclosure rows: an index table, then any timelines / details below it."""
+    table = Table(title=f"'{query}'", header_style="bold")
+    for col, style in (("citation", "cyan"), ("score", ""), ("match", "green"), ("time", "dim"), ("type", "magenta")):
+        table.add_column(col, style=style or None, no_wrap=True)
+    table.add_column("summary", overflow="fold")
+    for row in rows:
+        table.add_row(
+            row["citation"],
+            f"{row['score']:.2f}",
+            row["confidence"],
+            row["ts"][:16].replace("T", " "),
+            row["type"],
+            row["summary"],
+        )
+    console.print(table)
+    for row in rows:
+        if "timeline" in row:
+            console.print(f"[bold]{row['citation']}[/] timeline:")
+            for item in row["timeline"]:
+                mark = "→" if item["current"] else " "
+                console.print(
+                    f"  {mark} [cyan]{item['citation']}[/] {item['type']}: {short(item['summary'], 100)}", markup=True
+                )
+        if "detail" in row:
+            console.print(f"[bold]{row['citation']}[/] ({row['type']}, {row['ts']}):")
+            console.print(row["detail"]["content"], markup=False)

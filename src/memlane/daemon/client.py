@@ -67,5 +67,5 @@ def _unchunk(data: bytes) -> bytes:
         if size == 0:
             break
         out.append(rest[:size])
-        data = rest[size + 2:]
+        data = rest[size + 2 :]
     return b"".join(out)

@@ -84,7 +84,7 @@ class Daemon:
 
     def memory(self, body: dict[str, Any]) -> Memory:
         cwd, pid = body.get("cwd"), body.get("project_id")
-        if cwd is not None and not isinstance(cwd, str) or pid is not None and not isinstance(pid, str):
+        if (cwd is not None and not isinstance(cwd, str)) or (pid is not None and not isinstance(pid, str)):
             raise MemoryError_("cwd and project_id must be strings")
         if not cwd and not pid:
             raise MemoryError_("give cwd or project_id")
@@ -92,11 +92,17 @@ class Daemon:
 
     async def health(self, request: Request) -> JSONResponse:
         self.touch()
-        return JSONResponse({
-            "ok": True, "pid": os.getpid(), "version": __version__, "uptime_s": round(time.time() - self.started),
-            "model": getattr(self.engine._embedder, "version", None), "model_error": self.engine.model_error,
-            "worker": self.worker_state,
-        })
+        return JSONResponse(
+            {
+                "ok": True,
+                "pid": os.getpid(),
+                "version": __version__,
+                "uptime_s": round(time.time() - self.started),
+                "model": getattr(self.engine._embedder, "version", None),
+                "model_error": self.engine.model_error,
+                "worker": self.worker_state,
+            }
+        )
 
     def _search(self, body: dict[str, Any]) -> dict[str, Any]:
         query = body.get("query")
@@ -106,9 +112,16 @@ class Daemon:
         if not isinstance(limit, int) or not 1 <= limit <= 200:
             raise MemoryError_("limit must be an integer from 1 to 200")
         with self.memory(body) as mem:
-            hits = self.engine.search(mem, query, limit=limit, types=body.get("types"), session=body.get("session"),
-                                      since=body.get("since"), until=body.get("until"),
-                                      exclude_ids=body.get("exclude_ids") or [])
+            hits = self.engine.search(
+                mem,
+                query,
+                limit=limit,
+                types=body.get("types"),
+                session=body.get("session"),
+                since=body.get("since"),
+                until=body.get("until"),
+                exclude_ids=body.get("exclude_ids") or [],
+            )
             return {"project_id": mem.project.id, "results": [h.as_dict() for h in hits]}
 
     def _inject(self, body: dict[str, Any]) -> dict[str, Any]:
@@ -220,8 +233,10 @@ def _bind(host: str, port: int) -> socket.socket:
         sock.bind(("127.0.0.1" if host == "localhost" else host, port))
     except OSError as exc:
         sock.close()
-        raise DaemonError(f"port {port} on {host} is already in use ({exc.strerror}); "
-                          f"stop what uses it or set daemon.port (memlane config set daemon.port 37778)") from exc
+        raise DaemonError(
+            f"port {port} on {host} is already in use ({exc.strerror}); "
+            f"stop what uses it or set daemon.port (memlane config set daemon.port 37778)"
+        ) from exc
     sock.listen(64)
     sock.set_inheritable(True)
     return sock
@@ -248,13 +263,14 @@ def serve(cfg: config.Config | None = None, port: int | None = None, worker: boo
     port = sock.getsockname()[1]
     token = state.ensure_token()
     daemon = Daemon(cfg)
-    server = uvicorn.Server(uvicorn.Config(daemon.app(token, port), log_level="warning", access_log=False,
-                                           lifespan="off"))
-    server.install_signal_handlers = lambda: None  # type: ignore[method-assign]
+    server = uvicorn.Server(
+        uvicorn.Config(daemon.app(token, port), log_level="warning", access_log=False, lifespan="off")
+    )
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: daemon.stop.set())
-    state.write_info({"pid": os.getpid(), "host": "127.0.0.1", "port": port, "started": time.time(),
-                      "version": __version__})
+    state.write_info(
+        {"pid": os.getpid(), "host": "127.0.0.1", "port": port, "started": time.time(), "version": __version__}
+    )
     log("daemon", "info", f"serving on 127.0.0.1:{port} (pid {os.getpid()})")
     threads = [threading.Thread(target=daemon.idle_watch, args=(server,), daemon=True)]
     if worker:

@@ -19,7 +19,11 @@ def start_detached() -> int | None:
     with open(log_path, "ab") as out:
         proc = subprocess.Popen(
             [sys.executable, "-m", "memlane", "serve", "--quiet"],
-            stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-            start_new_session=True, close_fds=True, cwd=paths.home_dir(),
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            close_fds=True,
+            cwd=paths.home_dir(),
         )
     return proc.pid

@@ -30,7 +30,11 @@ def _hook(payload: dict[str, Any], env: dict[str, str]) -> tuple[str, float]:
     start = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "memlane", "hook", payload["hook_event_name"]],
-        input=json.dumps(payload).encode(), capture_output=True, env=env, timeout=60, check=False,
+        input=json.dumps(payload).encode(),
+        capture_output=True,
+        env=env,
+        timeout=60,
+        check=False,
     )
     return proc.stdout.decode("utf-8", "replace"), (time.perf_counter() - start) * 1000
 
@@ -55,8 +59,10 @@ def run(keep: bool = False, echo: Callable[[str], None] = print) -> str:
         for i, session in enumerate(data["sessions"], 1):
             sid = str(uuid.uuid4())
             timings = [_hook(payload(p, sid), env)[1] for p in session]
-            echo(f"Replayed session {i}: {len(session)} hook calls through `memlane hook` "
-                 f"(median {sorted(timings)[len(timings) // 2]:.0f} ms per process)")
+            echo(
+                f"Replayed session {i}: {len(session)} hook calls through `memlane hook` "
+                f"(median {sorted(timings)[len(timings) // 2]:.0f} ms per process)"
+            )
         sid = str(uuid.uuid4())
         for raw in data["next"]:
             out, ms = _hook(payload(raw, sid), env)
@@ -68,8 +74,11 @@ def run(keep: bool = False, echo: Callable[[str], None] = print) -> str:
                 injected = context
             echo("memlane gives Claude:\n" + (context or "(nothing relevant)"))
         db = next(home.glob("projects/*/memory.db"))
-        echo(f"\nStored events: see `MEMLANE_HOME={home} memlane -C {proj} history`" if keep else
-             f"\nStore was {db.stat().st_size // 1024} KB; removed (use --keep to inspect it).")
+        echo(
+            f"\nStored events: see `MEMLANE_HOME={home} memlane -C {proj} history`"
+            if keep
+            else f"\nStore was {db.stat().st_size // 1024} KB; removed (use --keep to inspect it)."
+        )
     finally:
         if not keep:
             shutil.rmtree(base, ignore_errors=True)

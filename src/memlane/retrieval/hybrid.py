@@ -27,8 +27,12 @@ class Hit:
         self.confidence = confidence
 
     def as_dict(self) -> dict[str, Any]:
-        return {**self.event.as_dict(), "score": round(self.score, 4), "confidence": self.confidence,
-                "sources": {k: round(v, 4) for k, v in self.sources.items()}}
+        return {
+            **self.event.as_dict(),
+            "score": round(self.score, 4),
+            "confidence": self.confidence,
+            "sources": {k: round(v, 4) for k, v in self.sources.items()},
+        }
 
     def __repr__(self) -> str:
         return f"Hit({self.event.cite}, {self.score:.3f}, {self.confidence})"
@@ -93,7 +97,7 @@ class Retriever:
         query_vector: Any = None,
     ) -> list[Hit]:
         rcfg = self.cfg.retrieval
-        filters = {"session": session, "types": types, "since": since, "until": until}
+        filters: dict[str, Any] = {"session": session, "types": types, "since": since, "until": until}
         text_hits = self.store.fts(query, limit=rcfg.candidates, exclude_ids=exclude_ids, **filters)
         relative = {e.id: s for e, s in text_hits}
         events = {e.id: e for e, _ in text_hits}
@@ -124,16 +128,16 @@ class Retriever:
             hit.confidence = label
         return hits
 
-    def _vector_candidates(self, query: str, query_vector: Any, exclude_ids: Sequence[str],
-                           filters: dict[str, Any]) -> dict[str, float]:
+    def _vector_candidates(
+        self, query: str, query_vector: Any, exclude_ids: Sequence[str], filters: dict[str, Any]
+    ) -> dict[str, float]:
         if self.index is None or (self.embedder is None and query_vector is None):
             return {}
         try:
             if self.index.count() == 0:
                 return {}
             vector = query_vector if query_vector is not None else self.embedder.embed_query(query)
-            pairs = self.index.search(vector, self.cfg.retrieval.candidates + len(exclude_ids),
-                                      where=_where(filters))
+            pairs = self.index.search(vector, self.cfg.retrieval.candidates + len(exclude_ids), where=_where(filters))
         except Exception as exc:  # noqa: BLE001 - a broken vector index degrades to text search
             from memlane.logs import log
 

@@ -45,7 +45,7 @@ def vector_score(similarity: float, cfg: RetrievalConfig) -> float:
 
 def text_score(coverage: float, relative_bm25: float, matched_tokens: int) -> float:
     """Lexical evidence. One shared word is weak evidence however rare; each further one adds."""
-    support = 0.5 + 0.5 * (1 - 0.5 ** matched_tokens)
+    support = 0.5 + 0.5 * (1 - 0.5**matched_tokens)
     return clamp(coverage * (0.6 + 0.4 * clamp(relative_bm25)) * support)
 
 

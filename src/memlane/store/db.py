@@ -62,16 +62,25 @@ class NewEvent:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "type": self.type, "session_id": self.session_id, "content": self.content, "turn": self.turn,
-            "metadata": self.metadata, "ts": self.ts, "dedupe_key": self.key(),
+            "type": self.type,
+            "session_id": self.session_id,
+            "content": self.content,
+            "turn": self.turn,
+            "metadata": self.metadata,
+            "ts": self.ts,
+            "dedupe_key": self.key(),
         }
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> NewEvent:
         return cls(
-            type=str(data["type"]), session_id=str(data["session_id"]), content=str(data["content"]),
-            turn=str(data.get("turn") or ""), metadata=dict(data.get("metadata") or {}),
-            ts=data.get("ts"), dedupe_key=data.get("dedupe_key"),
+            type=str(data["type"]),
+            session_id=str(data["session_id"]),
+            content=str(data["content"]),
+            turn=str(data.get("turn") or ""),
+            metadata=dict(data.get("metadata") or {}),
+            ts=data.get("ts"),
+            dedupe_key=data.get("dedupe_key"),
         )
 
     def __repr__(self) -> str:
@@ -81,11 +90,32 @@ class NewEvent:
 class Event:
     """A stored event."""
 
-    __slots__ = ("canonical_key", "citation", "content", "id", "metadata", "project_id", "seq", "session_id",
-                 "ts", "type")
+    __slots__ = (
+        "canonical_key",
+        "citation",
+        "content",
+        "id",
+        "metadata",
+        "project_id",
+        "seq",
+        "session_id",
+        "ts",
+        "type",
+    )
 
-    def __init__(self, seq: int, id: str, citation: str, type: str, session_id: str, project_id: str, ts: str,
-                 content: str, canonical_key: str, metadata: dict[str, Any]) -> None:
+    def __init__(
+        self,
+        seq: int,
+        id: str,
+        citation: str,
+        type: str,
+        session_id: str,
+        project_id: str,
+        ts: str,
+        content: str,
+        canonical_key: str,
+        metadata: dict[str, Any],
+    ) -> None:
         self.seq = seq
         self.id = id
         self.citation = citation
@@ -103,9 +133,15 @@ class Event:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "id": self.id, "citation": self.cite, "type": self.type, "session_id": self.session_id,
-            "project_id": self.project_id, "ts": self.ts, "content": self.content,
-            "canonical_key": self.canonical_key, "metadata": self.metadata,
+            "id": self.id,
+            "citation": self.cite,
+            "type": self.type,
+            "session_id": self.session_id,
+            "project_id": self.project_id,
+            "ts": self.ts,
+            "content": self.content,
+            "canonical_key": self.canonical_key,
+            "metadata": self.metadata,
         }
 
     def __eq__(self, other: object) -> bool:
@@ -154,9 +190,68 @@ class _Write:
 
 
 _STOPWORDS = frozenset(
-    "a an and are as at be but by can could did do does for from had has have how i if in into is it its "
-    "me my no not of on or our please so that the their them then there these this to was we were what "
-    "when where which who why will with would you your".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "please",
+        "so",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "this",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+    ]
 )
 _CHUNK_STRIP = "\"'`()[]{}<>,;:!?."
 
@@ -214,14 +309,27 @@ class Store:
             return None
         ts = event.ts or keys.now_iso()
         event_id = keys.new_event_id()
-        citation = next(c for c in keys.citation_candidates(event_id)
-                        if not db.execute("SELECT 1 FROM events WHERE citation = ?", (c,)).fetchone())
+        citation = next(
+            c
+            for c in keys.citation_candidates(event_id)
+            if not db.execute("SELECT 1 FROM events WHERE citation = ?", (c,)).fetchone()
+        )
         db.execute(
             "INSERT INTO events (id, citation, type, session_id, project_id, ts, content, canonical_key,"
             " dedupe_key, has_cjk, metadata) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-            (event_id, citation, event.type, event.session_id, self.project_id, ts, event.content,
-             keys.canonical_key(event.content), dedupe, int(keys.has_cjk(event.content)),
-             json.dumps(event.metadata, ensure_ascii=False)),
+            (
+                event_id,
+                citation,
+                event.type,
+                event.session_id,
+                self.project_id,
+                ts,
+                event.content,
+                keys.canonical_key(event.content),
+                dedupe,
+                int(keys.has_cjk(event.content)),
+                json.dumps(event.metadata, ensure_ascii=False),
+            ),
         )
         now = keys.now_iso()
         db.execute(
@@ -241,14 +349,23 @@ class Store:
             " started_at = min(started_at, excluded.started_at),"
             " last_activity = max(last_activity, excluded.last_activity),"
             " cwd = coalesce(cwd, excluded.cwd), transcript_path = coalesce(transcript_path, excluded.transcript_path)",
-            (event.session_id, self.project_id, ts, ts, meta.get("cwd"), meta.get("transcript_path"),
-             int(event.type == "user_prompt")),
+            (
+                event.session_id,
+                self.project_id,
+                ts,
+                ts,
+                meta.get("cwd"),
+                meta.get("transcript_path"),
+                int(event.type == "user_prompt"),
+            ),
         )
         if event.type == "session_start":
             db.execute("UPDATE sessions SET source = ? WHERE id = ?", (meta.get("source"), event.session_id))
         elif event.type == "session_end":
-            db.execute("UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?",
-                       (ts, meta.get("reason"), event.session_id))
+            db.execute(
+                "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?",
+                (ts, meta.get("reason"), event.session_id),
+            )
         elif event.type == "session_summary":
             db.execute("UPDATE sessions SET summary = ? WHERE id = ?", (event.content, event.session_id))
 
@@ -289,7 +406,7 @@ class Store:
             return {}
         out: dict[int, Event] = {}
         for start in range(0, len(seqs), 500):
-            chunk = list(seqs[start:start + 500])
+            chunk = list(seqs[start : start + 500])
             marks = ",".join("?" * len(chunk))
             for row in self.db.execute(f"SELECT {_EVENT_COLUMNS} FROM events WHERE seq IN ({marks})", chunk):
                 out[row[0]] = _event(row)
@@ -465,22 +582,38 @@ class Store:
     # ---- forget --------------------------------------------------------------------------------
 
     def select_for_forget(
-        self, *, ids: Sequence[str] = (), session: str | None = None, before: str | None = None,
+        self,
+        *,
+        ids: Sequence[str] = (),
+        session: str | None = None,
+        before: str | None = None,
         everything: bool = False,
     ) -> list[tuple[str, str]]:
         """(id, type) of the events a forget would remove."""
         if everything:
-            return [tuple(r) for r in self.db.execute("SELECT id, type FROM events")]  # type: ignore[misc]
+            return [tuple(r) for r in self.db.execute("SELECT id, type FROM events")]
         if ids:
             marks = ",".join("?" * len(ids))
-            return [tuple(r) for r in self.db.execute(  # type: ignore[misc]
-                f"SELECT id, type FROM events WHERE id IN ({marks})", list(ids))]
+            return [
+                tuple(r)
+                for r in self.db.execute(
+                    f"SELECT id, type FROM events WHERE id IN ({marks})", list(ids)
+                )
+            ]
         if session:
-            return [tuple(r) for r in self.db.execute(  # type: ignore[misc]
-                "SELECT id, type FROM events WHERE session_id = ?", (session,))]
+            return [
+                tuple(r)
+                for r in self.db.execute(
+                    "SELECT id, type FROM events WHERE session_id = ?", (session,)
+                )
+            ]
         if before:
-            return [tuple(r) for r in self.db.execute(  # type: ignore[misc]
-                "SELECT id, type FROM events WHERE ts < ?", (before,))]
+            return [
+                tuple(r)
+                for r in self.db.execute(
+                    "SELECT id, type FROM events WHERE ts < ?", (before,)
+                )
+            ]
         return []
 
     def forget(self, targets: Sequence[tuple[str, str]], scope: str, selector: str) -> int:
@@ -493,12 +626,13 @@ class Store:
             types[etype] = types.get(etype, 0) + 1
         self.db.execute("PRAGMA secure_delete = ON")
         with self.write() as db:
-            sessions = set()
+            sessions: set[str] = set()
             for start in range(0, len(ids), 500):
-                chunk = ids[start:start + 500]
+                chunk = ids[start : start + 500]
                 marks = ",".join("?" * len(chunk))
-                sessions.update(r[0] for r in db.execute(
-                    f"SELECT DISTINCT session_id FROM events WHERE id IN ({marks})", chunk))
+                sessions.update(
+                    r[0] for r in db.execute(f"SELECT DISTINCT session_id FROM events WHERE id IN ({marks})", chunk)
+                )
                 db.execute(f"DELETE FROM events WHERE id IN ({marks})", chunk)
             for sid in sessions:
                 self._recount_session(db, sid)
@@ -555,7 +689,7 @@ def parse_query(query: str) -> tuple[list[str], list[str], list[str]]:
             if len(chunk) < 3:
                 short_cjk.append(chunk)
             else:
-                trigrams.extend(_quote(chunk[i:i + 3]) for i in range(len(chunk) - 2))
+                trigrams.extend(_quote(chunk[i : i + 3]) for i in range(len(chunk) - 2))
             continue
         if chunk.lower() in _STOPWORDS or not any(ch.isalnum() for ch in chunk):
             continue

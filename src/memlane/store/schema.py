@@ -110,7 +110,7 @@ def _m1_initial(db: sqlite3.Connection) -> None:
             event_count INTEGER NOT NULL,
             detail      TEXT NOT NULL DEFAULT '{}'
         );
-        """
+        """,
     )
 
 
