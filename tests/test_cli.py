@@ -54,8 +54,8 @@ def test_show_by_citation_and_timeline(filled: Path) -> None:
 
 
 def test_search_fts_and_korean(filled: Path) -> None:
-    code, out = invoke(filled, "search", "pool", "exhausted", "--json")
-    assert code == 0 and any("narwhal" in h["content"] for h in json.loads(out))
+    code, out = invoke(filled, "search", "pool", "exhausted", "--json", "--text-only")
+    assert code == 0 and any("narwhal" in h["summary"] for h in json.loads(out))
     code, out = invoke(filled, "search", "데이터베이스", "--json")
     assert json.loads(out)[0]["session_id"] == "s-two"
     code, out = invoke(filled, "search", "nothingmatcheshere")

@@ -276,12 +276,18 @@ def test_private_and_secrets_never_reach_disk(hook: Hook, proj: Path) -> None:
     ],
     ids=["empty", "garbage", "array", "string", "no-session", "bad-session", "binary", "truncated"],
 )
-def test_bad_payloads_fail_open(hook: Hook, proj: Path, raw: bytes, memlane_home: Path) -> None:
-    assert hook("UserPromptSubmit", raw) == "" if raw else True
+def test_bad_payloads_fail_open(raw: bytes, memlane_home: Path, monkeypatch: pytest.MonkeyPatch,
+                                 capsys: pytest.CaptureFixture[str]) -> None:
+    import io
+
     from memlane import hooks
 
     with pytest.raises(hooks.HookInputError):
         hooks.parse_payload(raw, 1000)
+    monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.BytesIO(raw)))
+    assert hooks.main(["UserPromptSubmit"]) == 0
+    assert capsys.readouterr().out == ""
+    assert "UserPromptSubmit:" in (memlane_home / "logs" / "hooks.log").read_text()
 
 
 def test_invalid_utf8_is_stored_with_replacement(hook: Hook, proj: Path) -> None:

@@ -28,7 +28,7 @@ def render_toml(values: dict[str, dict[str, Any]], user_set: dict[str, dict[str,
         value = values[section][key]
         line = tomli_w.dumps({key: value}).strip()
         if user_set is not None and key not in user_set.get(section, {}):
-            line = "# " + tomli_w.dumps({key: default}).strip()
+            line = "\n".join("# " + part for part in tomli_w.dumps({key: default}).strip().splitlines())
         out.append(line)
     return "\n".join(out) + "\n"
 
