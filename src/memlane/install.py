@@ -18,12 +18,14 @@ from typing import Any, Literal
 
 Scope = Literal["user", "project", "local"]
 MARK = "memlane hook"
-# Hooks that return context must be synchronous; capture-only hooks run async so Claude never waits.
+# Hooks that return context must be synchronous; capture-only hooks run async so Claude never waits —
+# except Stop: `claude -p` exits right after the turn ends and kills async hooks still running, which
+# lost every final answer in our end-to-end runs. Stop costs ~15 ms after the answer is shown.
 HOOKS: dict[str, dict[str, Any]] = {
     "SessionStart": {"async": False, "timeout": 10},
     "UserPromptSubmit": {"async": False, "timeout": 10},
     "PostToolUse": {"async": True, "timeout": 30, "matcher": "*"},
-    "Stop": {"async": True, "timeout": 30},
+    "Stop": {"async": False, "timeout": 30},
     "SessionEnd": {"async": True, "timeout": 30},
     "PreCompact": {"async": True, "timeout": 30},
 }
