@@ -123,11 +123,16 @@ def build_store(cwd: Path, events: int) -> None:
     store.close()
 
 
+# The console script, as `memlane install` registers it with Claude Code (python -m adds runpy's cost).
+_SCRIPT = Path(sys.prefix) / "bin" / "memlane"
+MEMLANE = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "memlane"]
+
+
 def run_hook(event: str, payload: dict[str, object], env: dict[str, str]) -> float:
     raw = json.dumps(payload).encode()
     start = time.perf_counter()
     proc = subprocess.run(
-        [sys.executable, "-m", "memlane", "hook", event], input=raw, capture_output=True, env=env, check=False
+        [*MEMLANE, "hook", event], input=raw, capture_output=True, env=env, check=False
     )
     elapsed = (time.perf_counter() - start) * 1000
     if proc.returncode != 0:
@@ -175,6 +180,9 @@ def main() -> None:
     cwd.mkdir(parents=True, exist_ok=True)
     os.environ["MEMLANE_HOME"] = str(home / "data")
     env = {**os.environ, "MEMLANE_DAEMON_AUTOSTART": "false"}
+    # Byte-compile first: with PYTHONDONTWRITEBYTECODE set (as on these machines) nothing else would.
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(__file__).resolve().parents[1] / "src")],
+                   check=False, capture_output=True)
     build_store(cwd, args.events)
     order = ["PostToolUse", "Stop", "PreCompact", "SessionEnd", "UserPromptSubmit", "SessionStart"]
     results: dict[str, list[float]] = {name: [] for name in order}

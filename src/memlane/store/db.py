@@ -253,6 +253,7 @@ _STOPWORDS = frozenset(
         "your",
     ]
 )
+POSTINGS_BUDGET = 20_000
 _CHUNK_STRIP = "\"'`()[]{}<>,;:!?."
 
 
@@ -546,9 +547,10 @@ class Store:
             where += (" AND " if where else "WHERE ") + f"e.id NOT IN ({','.join('?' * len(exclude_ids))})"
             args.extend(exclude_ids)
         scored: dict[int, float] = {}
-        for table, terms in (("events_fts", words), ("events_cjk", trigrams)):
-            if terms:
-                self._fts_table(table, " OR ".join(terms), where, args, limit, scored)
+        if words:
+            self._fts_table("events_fts", self._word_match(words), where, args, limit, scored)
+        if trigrams:
+            self._fts_table("events_cjk", " OR ".join(trigrams), where, args, limit, scored)
         for chunk in short_cjk:  # one- or two-character CJK words: too short for trigrams
             rows = self.db.execute(
                 f"SELECT e.seq FROM events e {where + (' AND ' if where else 'WHERE ')} e.has_cjk = 1"
@@ -560,6 +562,37 @@ class Store:
         best = sorted(scored.items(), key=lambda kv: (-kv[1], -kv[0]))[:limit]
         events = self.by_seqs([seq for seq, _ in best])
         return [(events[seq], score) for seq, score in best if seq in events]
+
+    def _word_match(self, words: list[str]) -> str:
+        """The MATCH expression for quoted word terms, kept within a postings budget.
+
+        BM25 must score every row a query matches: an OR of common words over a large store can match
+        most of it (100k rows ≈ 100 ms). Common words carry little evidence (their IDF is near zero),
+        so terms are taken rarest first until their document counts reach ``POSTINGS_BUDGET``; when even
+        the rarest word is that common, the two rarest must appear together.
+        """
+        tokens = {w.strip('"').replace('""', '"').lower(): w for w in words}
+        try:
+            marks = ",".join("?" * len(tokens))
+            df = dict(self.db.execute(f"SELECT term, doc FROM events_vocab WHERE term IN ({marks})",
+                                      list(tokens)).fetchall())
+        except sqlite3.OperationalError:
+            return " OR ".join(words)
+        if sum(df.values()) <= POSTINGS_BUDGET:
+            return " OR ".join(words)
+        # Phrases (pool_manager.py) are not single vocabulary terms; treat them as rare.
+        ranked = sorted(words, key=lambda w: df.get(w.strip('"').replace('""', '"').lower(), 0))
+        chosen: list[str] = []
+        total = 0
+        for word in ranked:
+            count = df.get(word.strip('"').replace('""', '"').lower(), 0)
+            if chosen and total + count > POSTINGS_BUDGET:
+                break
+            chosen.append(word)
+            total += count
+        if total > POSTINGS_BUDGET and len(ranked) > 1:
+            return f"{ranked[0]} AND {ranked[1]}"
+        return " OR ".join(chosen)
 
     def _fts_table(
         self, table: str, match: str, where: str, args: list[Any], limit: int, scored: dict[int, float]

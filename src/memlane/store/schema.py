@@ -133,10 +133,16 @@ def _m3_vocab(db: sqlite3.Connection) -> None:
     db.execute("CREATE VIRTUAL TABLE events_vocab USING fts5vocab('events_fts', 'row')")
 
 
+def _m4_type_seq_index(db: sqlite3.Connection) -> None:
+    """"Latest events of a type" (session start, history --type) without sorting every row of it."""
+    db.execute("CREATE INDEX events_type_seq ON events(type, seq)")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", _m1_initial),
     (2, "citations", _m2_citations),
     (3, "vocab", _m3_vocab),
+    (4, "type_seq_index", _m4_type_seq_index),
 ]
 
 LATEST = MIGRATIONS[-1][0]
