@@ -48,6 +48,8 @@ def run(keep: bool = False, echo: Callable[[str], None] = print) -> str:
     (proj / ".git").mkdir()  # a git project, identified like a real one
     env = {**os.environ, "MEMLANE_HOME": str(home)}
     env.pop("MEMLANE_INJECTION_ENABLED", None)
+    # No background daemon for a throwaway store: injection takes the in-process full-text path.
+    env["MEMLANE_DAEMON_AUTOSTART"] = "false"
 
     def payload(raw: dict[str, Any], session: str) -> dict[str, Any]:
         transcript = f"{base}/transcripts/{session}.jsonl"

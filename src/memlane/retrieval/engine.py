@@ -64,5 +64,12 @@ class Engine:
         cfg = memory.config
         if len(prompt.strip()) < cfg.injection.min_prompt_chars:
             return []
+        if self.embedder is None or self.index(memory.project.id) is None:
+            # Without vectors the calibrated threshold is out of reach for paraphrases; use the
+            # full-text rule the hooks use (enough distinct shared words), on the same events.
+            from memlane.capture.inject import prompt_memories
+
+            events = prompt_memories(memory.store, prompt, cfg, exclude_ids or [])
+            return [Hit(e, 0.0, {}, "suggested") for e in events]
         hits = self.search(memory, prompt, limit=cfg.injection.max_results * 3, exclude_ids=exclude_ids or [])
         return [h for h in hits if h.score >= cfg.retrieval.inject_threshold][: cfg.injection.max_results]
