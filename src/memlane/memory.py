@@ -118,7 +118,19 @@ class Memory:
         """Purge the selected events for good (events, FTS, outbox), leaving a tombstone."""
         targets = self.forget_preview(**selector)
         scope, value = _describe(selector)
-        return self.store.forget(targets, scope, value)
+        count = self.store.forget(targets, scope, value)
+        self._forget_vectors([t[0] for t in targets])
+        return count
+
+    def _forget_vectors(self, event_ids: list[str]) -> None:
+        """Vectors are derived data, but they encode the forgotten text: remove them too."""
+        if not event_ids:
+            return
+        try:
+            from memlane.vectors import forget_vectors
+        except ImportError:
+            return
+        forget_vectors(self.project.id, event_ids)
 
     def export(self, fmt: str, out: TextIO, **filters: Any) -> int:
         events: Iterator[Event] | list[Event]

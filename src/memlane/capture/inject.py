@@ -65,8 +65,8 @@ def prompt_memories(store: Store, prompt: str, cfg: Config, exclude_ids: Sequenc
     return chosen
 
 
-def hits_context(hits: Sequence[Any], cfg: Config) -> str:
-    """Injection text for scored hits (from the daemon or in-process hybrid retrieval)."""
+def hits_context(hits: Sequence[Any], cfg: Config, current: str = "") -> str:
+    """Injection text for scored hits; memories of another project (cross-project on) say so."""
     if not hits:
         return ""
     lines = [HEADER]

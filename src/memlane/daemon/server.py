@@ -132,7 +132,7 @@ class Daemon:
             raise MemoryError_("prompt must be a string")
         with self.memory(body) as mem:
             hits = self.engine.relevant(mem, prompt, list(body.get("exclude_ids") or []))
-            return {"context": hits_context(hits, mem.config), "results": [h.event.cite for h in hits]}
+            return {"context": hits_context(hits, mem.config, mem.project.id), "results": [h.event.cite for h in hits]}
 
     async def _json_route(self, request: Request, fn: Any) -> JSONResponse:
         self.touch()

@@ -72,4 +72,22 @@ class Engine:
             events = prompt_memories(memory.store, prompt, cfg, exclude_ids or [])
             return [Hit(e, 0.0, {}, "suggested") for e in events]
         hits = self.search(memory, prompt, limit=cfg.injection.max_results * 3, exclude_ids=exclude_ids or [])
+        if cfg.retrieval.cross_project:
+            hits.extend(self._other_projects(memory, prompt, cfg.injection.max_results))
+            hits.sort(key=lambda h: -h.score)
         return [h for h in hits if h.score >= cfg.retrieval.inject_threshold][: cfg.injection.max_results]
+
+    def _other_projects(self, memory: Memory, prompt: str, limit: int) -> list[Hit]:
+        """Only when the user enabled ``retrieval.cross_project``: memories of their other projects."""
+        from memlane import project
+
+        hits: list[Hit] = []
+        for entry in project.known_projects()[:20]:
+            if entry.get("id") == memory.project.id:
+                continue
+            try:
+                with Memory.open(project_id=str(entry["id"]), cfg=self.cfg) as other:
+                    hits.extend(self.search(other, prompt, limit=limit))
+            except Exception as exc:  # noqa: BLE001 - one broken store must not break injection
+                log("retrieval", "warning", f"cross-project search skipped {entry.get('id')}: {exc!r}")
+        return hits
