@@ -73,8 +73,9 @@ def hits_context(hits: Sequence[Any], cfg: Config, current: str = "") -> str:
     for hit in hits:
         event = hit.event
         day = event.ts[:16].replace("T", " ")
+        origin = f" [project {event.project_id}]" if current and event.project_id != current else ""
         lines.append(
-            f"- [{event.cite}] ({hit.confidence}, {hit.score:.2f}) {day} "
+            f"- [{event.cite}] ({hit.confidence}, {hit.score:.2f}) {day}{origin} "
             f"{event.type.replace('_', ' ')}: {one_line(event.content, 240)}"
         )
     return fit(lines, cfg.injection.max_chars)
