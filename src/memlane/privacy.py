@@ -63,8 +63,11 @@ _TAGS = {
     "comment": (r"<!--\s*private\s*-->", r"<!--\s*/private\s*-->"),
 }
 _HINTS = {"xml": "<private", "bracket": "[private]", "comment": "private"}
-_FENCE = re.compile(r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*\n(?:.*?\n)??[ \t]{0,3}\1[ \t]*$|^[ \t]{0,3}(`{3,}|~{3,})[^\n]*(?:\n.*)?\Z",
-                    re.MULTILINE | re.DOTALL)
+_FENCE = re.compile(
+    r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*\n(?:.*?\n)??[ \t]{0,3}\1[ \t]*$"  # a closed fence
+    r"|^[ \t]{0,3}(`{3,}|~{3,})[^\n]*(?:\n.*)?\Z",  # an unterminated fence runs to the end
+    re.MULTILINE | re.DOTALL,
+)
 _INLINE = re.compile(r"`[^`\n]+`")
 _token_res: dict[tuple[str, ...], re.Pattern[str]] = {}
 
@@ -156,10 +159,12 @@ _TOKENS = re.compile(
     r")|https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+"  # Slack webhooks
 )
 # "Authorization: Bearer xyz", "-H 'Authorization: token xyz'", and a bare "Bearer <long token>".
-_AUTH = re.compile(r"(?i)(\bauthorization\b[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|digest)\s+)([A-Za-z0-9._~+/=-]{6,})"
-                   r"|(\bbearer\s+)([A-Za-z0-9._~+/-]{16,}=*)")
+_AUTH = re.compile(
+    r"(?i)(\bauthorization\b[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|digest)\s+)([A-Za-z0-9._~+/=-]{6,})"
+    r"|(\bbearer\s+)([A-Za-z0-9._~+/-]{16,}=*)"
+)
 # scheme://user:PASSWORD@host
-_URL_CREDS = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@'\"]{1,200}:)([^\s@/'\"]{1,300})(@)")
+_URL_CREDS = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@'\"]{0,200}:)([^\s@/'\"]{1,300})(@)")
 # A secret word ending a key name, then the separator: the key is read backwards from here.
 _KEY_END = re.compile(  # matched against the lower-cased text (IGNORECASE would defeat re's prefix scan)
     r"(password|passwd|pwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|"
@@ -200,10 +205,9 @@ def _key_values(text: str, marker: str, result: FilterResult) -> str:
         lowered = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
     for m in _KEY_END.finditer(lowered):
         start = m.start()
-        if start > 0 and text[start - 1].isalnum() and text[start - 1] not in "_-." and not text[start].isupper():
-            # the secret word is the tail of a longer word ("monkeypwd") — but camelCase apiKey is fine
-            if not (text[start - 1].islower() and text[start].isupper()):
-                continue
+        # The secret word as the tail of a longer word ("monkeypwd") is not a key; camelCase apiKey is.
+        if start > 0 and text[start - 1].isalnum() and not text[start].isupper():
+            continue
         key_start = start
         while key_start > 0 and text[key_start - 1] in _KEY_CHARS and start - key_start < 100:
             key_start -= 1
