@@ -22,13 +22,14 @@ from pathlib import Path
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hook_latency import WORDS, sentence  # noqa: E402
+from hook_latency import WORDS, sentence
 
 
 def build(size: int, base: Path, embedder: object) -> tuple[object, object]:
+    from memlane.vectors import VectorIndex
+
     from memlane import config
     from memlane.store import NewEvent, Store
-    from memlane.vectors import VectorIndex
 
     os.environ["MEMLANE_HOME"] = str(base / "home")
     cfg = config.Config()
@@ -45,14 +46,20 @@ def build(size: int, base: Path, embedder: object) -> tuple[object, object]:
     started = time.time()
     for start in range(0, size, step):
         n = min(step, size - start)
-        events = [NewEvent(types[i % 4], f"s{(start + i) // 100}", sentence(rng, rng.randint(8, 40)), f"t{start + i}",
-                           {}) for i in range(n)]
+        events = [
+            NewEvent(types[i % 4], f"s{(start + i) // 100}", sentence(rng, rng.randint(8, 40)), f"t{start + i}", {})
+            for i in range(n)
+        ]
         ids = store.append(events).inserted
         rows = store.by_ids(ids)
         mix = topics[nprng.integers(0, 64, size=n)] + 0.8 * nprng.normal(size=(n, dim)).astype(np.float32)
         mix /= np.linalg.norm(mix, axis=1, keepdims=True)
-        index.upsert([{"event_id": e.id, "chunk": 0, "vector": v, "type": e.type, "session_id": e.session_id,
-                       "ts": e.ts} for e, v in zip(rows, mix, strict=True)])
+        index.upsert(
+            [
+                {"event_id": e.id, "chunk": 0, "vector": v, "type": e.type, "session_id": e.session_id, "ts": e.ts}
+                for e, v in zip(rows, mix, strict=True)
+            ]
+        )
         store.db.execute("UPDATE outbox SET status = 'done'")
         print(f"\r  {size}: {start + n} events ({time.time() - started:.0f} s)", end="", file=sys.stderr, flush=True)
     print(file=sys.stderr)
@@ -66,8 +73,9 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--dir", help="keep the generated stores here (reused on the next run)")
     args = ap.parse_args()
-    from memlane import config
     from memlane.embed import get_embedder
+
+    from memlane import config
     from memlane.retrieval.hybrid import Retriever
 
     cfg = config.Config()
@@ -76,16 +84,20 @@ def main() -> None:
     t0 = time.perf_counter()
     embedder.embed_passages(texts)
     throughput = len(texts) / (time.perf_counter() - t0)
-    print(f"embedding throughput: {throughput:.0f} texts/s ({embedder.version}, ~40-word texts, batch "
-          f"{cfg.embedding.batch_size}, {os.cpu_count()} cores)")
+    print(
+        f"embedding throughput: {throughput:.0f} texts/s ({embedder.version}, ~40-word texts, batch "
+        f"{cfg.embedding.batch_size}, {os.cpu_count()} cores)"
+    )
     base = Path(args.dir or tempfile.mkdtemp(prefix="memlane-search-"))
     base.mkdir(parents=True, exist_ok=True)
     rng = random.Random(1)
     for size in [int(s) for s in args.sizes.split(",")]:
         store, index = build(size, base, embedder)
         retriever = Retriever(store, cfg, embedder, index)  # type: ignore[arg-type]
-        queries = [f"why does the {rng.choice(WORDS)} {rng.choice(WORDS)} fail in {rng.choice(WORDS)}"
-                   for _ in range(args.queries + 5)]
+        queries = [
+            f"why does the {rng.choice(WORDS)} {rng.choice(WORDS)} fail in {rng.choice(WORDS)}"
+            for _ in range(args.queries + 5)
+        ]
         lat = []
         text_only = []
         for i, q in enumerate(queries):
@@ -99,9 +111,11 @@ def main() -> None:
                 text_only.append((time.perf_counter() - t) * 1000)
         lat.sort()
         text_only.sort()
-        print(f"{size:>9} events: hybrid p50 {statistics.median(lat):6.1f} ms  p95 {lat[int(0.95 * len(lat)) - 1]:6.1f} ms"
-              f"   | full-text only p50 {statistics.median(text_only):5.1f} ms"
-              f"   | vectors {index.count()} indexed={getattr(index, 'has_index', lambda: '?')()}")  # type: ignore[attr-defined]
+        print(
+            f"{size:>9} events: hybrid p50 {statistics.median(lat):6.1f} ms  p95 {lat[int(0.95 * len(lat)) - 1]:6.1f} ms"
+            f"   | full-text only p50 {statistics.median(text_only):5.1f} ms"
+            f"   | vectors {index.count()} indexed={getattr(index, 'has_index', lambda: '?')()}"
+        )  # type: ignore[attr-defined]
 
 
 if __name__ == "__main__":

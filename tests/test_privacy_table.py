@@ -41,8 +41,9 @@ def test_unclosed_tag_leaves_text_and_warns() -> None:
     assert result.warnings and "unclosed" in result.warnings[0]
 
 
-@pytest.mark.parametrize("text", ["[private]x[/private]", "<!-- private -->x<!-- /private -->",
-                                  "<!--private-->x<!--/private-->"])
+@pytest.mark.parametrize(
+    "text", ["[private]x[/private]", "<!-- private -->x<!-- /private -->", "<!--private-->x<!--/private-->"]
+)
 def test_other_forms_only_when_enabled(text: str) -> None:
     assert filter_text(text, XML).text == text
     assert filter_text(text, ALL).text == "[PRIVATE]"
@@ -145,8 +146,13 @@ def test_extra_patterns_and_invalid_regex() -> None:
 
 
 def test_filter_value_recurses_and_uses_key_names() -> None:
-    value = {"command": "echo hi", "password": "x1234", "env": {"GITHUB_TOKEN": "abcdefgh12345"},
-             "list": ["token=abcdefgh123", 5, None], "note": "<private>p</private>"}
+    value = {
+        "command": "echo hi",
+        "password": "x1234",
+        "env": {"GITHUB_TOKEN": "abcdefgh12345"},
+        "list": ["token=abcdefgh123", 5, None],
+        "note": "<private>p</private>",
+    }
     out, result = filter_value(value, XML)
     assert out["command"] == "echo hi" and out["password"] == "[REDACTED]"
     assert out["env"]["GITHUB_TOKEN"] == "[REDACTED]" and out["list"] == ["token=[REDACTED]", 5, None]
@@ -154,16 +160,37 @@ def test_filter_value_recurses_and_uses_key_names() -> None:
     assert result.secrets_redacted == 3 and result.private_sections == 1
 
 
-@pytest.mark.parametrize(("key", "secret"), [("password", True), ("DB_PASSWORD", True), ("apiKey", True),
-                                             ("client_secret", True), ("max_tokens", False),
-                                             ("token_count", False), ("primary_key", False), ("keyboard", False)])
+@pytest.mark.parametrize(
+    ("key", "secret"),
+    [
+        ("password", True),
+        ("DB_PASSWORD", True),
+        ("apiKey", True),
+        ("client_secret", True),
+        ("max_tokens", False),
+        ("token_count", False),
+        ("primary_key", False),
+        ("keyboard", False),
+    ],
+)
 def test_is_secret_key(key: str, secret: bool) -> None:
     assert is_secret_key(key) is secret
 
 
-@pytest.mark.parametrize("text", ["a" * 200_000 + "=", "<private>" * 20_000, "a_" * 100_000 + "password",
-                                  "x://" + "a" * 200_000, "eyJ" + "a" * 200_000, "password=" * 30_000,
-                                  "`" * 200_000, "```\n" * 50_000, "\x00\ud800 surrogate \udfff"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a" * 200_000 + "=",
+        "<private>" * 20_000,
+        "a_" * 100_000 + "password",
+        "x://" + "a" * 200_000,
+        "eyJ" + "a" * 200_000,
+        "password=" * 30_000,
+        "`" * 200_000,
+        "```\n" * 50_000,
+        "\x00\ud800 surrogate \udfff",
+    ],
+)
 def test_pathological_inputs_finish(text: str) -> None:
     filter_text(text, ALL)  # completes (linear-time patterns); pytest-timeout guards the suite
 

@@ -19,8 +19,11 @@ from e2e.test_claude_code import claude_bin, free_port, stub, wait_for  # noqa: 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
-def test_later_session_gets_earlier_memory_by_meaning(claude_bin: Path, stub: tuple[int, Path],  # noqa: F811
-                                                      tmp_path: Path) -> None:
+def test_later_session_gets_earlier_memory_by_meaning(
+    claude_bin: Path,
+    stub: tuple[int, Path],  # noqa: F811
+    tmp_path: Path,
+) -> None:
     pytest.importorskip("memlane.embed")
     port, request_log = stub
     home = tmp_path / "home"
@@ -28,20 +31,40 @@ def test_later_session_gets_earlier_memory_by_meaning(claude_bin: Path, stub: tu
     project = tmp_path / "shop"
     project.mkdir()
     subprocess.run(["git", "init", "-q", str(project)], check=True)
-    env = {**os.environ, "HOME": str(home), "MEMLANE_HOME": str(tmp_path / "memlane"),
-           "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}", "ANTHROPIC_API_KEY": "sk-ant-test",
-           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "DISABLE_AUTOUPDATER": "1",
-           "MEMLANE_DAEMON_AUTOSTART": "true", "MEMLANE_DAEMON_PORT": str(free_port()),
-           # A cold first query (LanceDB open) can exceed the production 120 ms deadline on a busy CI box.
-           "MEMLANE_DAEMON_HOOK_DEADLINE_MS": "3000"}
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "MEMLANE_HOME": str(tmp_path / "memlane"),
+        "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
+        "ANTHROPIC_API_KEY": "sk-ant-test",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "MEMLANE_DAEMON_AUTOSTART": "true",
+        "MEMLANE_DAEMON_PORT": str(free_port()),
+        # A cold first query (LanceDB open) can exceed the production 120 ms deadline on a busy CI box.
+        "MEMLANE_DAEMON_HOOK_DEADLINE_MS": "3000",
+    }
 
     def memlane(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "memlane", *args], env=env, cwd=project, capture_output=True,
-                              text=True, timeout=120, check=False)
+        return subprocess.run(
+            [sys.executable, "-m", "memlane", *args],
+            env=env,
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=False,
+        )
 
     def claude(prompt: str) -> None:
-        proc = subprocess.run([str(claude_bin), "-p", prompt, "--allowedTools", "Bash", "--output-format", "json"],
-                              env=env, cwd=project, capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [str(claude_bin), "-p", prompt, "--allowedTools", "Bash", "--output-format", "json"],
+            env=env,
+            cwd=project,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
 
     assert memlane("install").returncode == 0
