@@ -9,96 +9,15 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import socket
 import subprocess
 import sys
-import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from conftest import SHARED
+from e2e.conftest import wait_for
 
 pytestmark = pytest.mark.e2e
-REPO = Path(__file__).resolve().parents[2]
-CC_VERSION = "2.1.328"
-STUB = SHARED / "claude-code" / "stub_anthropic.py"
-
-
-@pytest.fixture(scope="session")
-def claude_bin() -> Path:
-    if not shutil.which("node") or not shutil.which("npm"):
-        pytest.skip("node/npm not installed: the real Claude Code CLI cannot run here")
-    if not STUB.exists():
-        pytest.skip(f"stub model server not found at {STUB}")
-    prefix = Path(os.environ.get("MEMLANE_CC_PREFIX", REPO / ".cache" / "claude-code"))
-    binary = prefix / "node_modules" / ".bin" / "claude"
-    if not binary.exists():
-        prefix.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
-            [
-                "npm",
-                "install",
-                "--prefix",
-                str(prefix),
-                f"@anthropic-ai/claude-code@{CC_VERSION}",
-                "--no-audit",
-                "--no-fund",
-            ],
-            check=True,
-            capture_output=True,
-            timeout=900,
-        )
-    return binary
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@pytest.fixture
-def stub(tmp_path: Path) -> Iterator[tuple[int, Path]]:
-    script = tmp_path / "script.json"
-    script.write_text(
-        json.dumps(
-            {
-                "turns": [
-                    {
-                        "text": "Let me run the pool tests.",
-                        "tool": "Bash",
-                        "input": {
-                            "command": "echo 'E   TimeoutError: pool exhausted after 30s (narwhal)'",
-                            "description": "run pool tests",
-                        },
-                    }
-                ],
-                "final": [
-                    "Fixed: the pool now releases connections on timeout (quokka).",
-                    "Nothing else to do (heron).",
-                ],
-            }
-        )
-    )
-    log = tmp_path / "requests.jsonl"
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(STUB), "--port", str(port), "--script", str(script), "--log", str(log)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    yield port, log
-    proc.terminate()
-    proc.wait(timeout=10)
 
 
 def memlane(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess[str]:
@@ -111,15 +30,6 @@ def memlane(*args: str, env: dict[str, str], cwd: Path) -> subprocess.CompletedP
         timeout=120,
         check=False,
     )
-
-
-def wait_for(predicate, timeout: float = 30.0) -> bool:  # type: ignore[no-untyped-def]
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.25)
-    return predicate()
 
 
 def test_claude_code_capture_and_injection(claude_bin: Path, stub: tuple[int, Path], tmp_path: Path) -> None:

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from e2e.test_claude_code import claude_bin, free_port, stub, wait_for  # noqa: F401 - fixtures
+from e2e.conftest import free_port, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 
 def test_later_session_gets_earlier_memory_by_meaning(
     claude_bin: Path,
-    stub: tuple[int, Path],  # noqa: F811
+    stub: tuple[int, Path],
     tmp_path: Path,
 ) -> None:
     pytest.importorskip("memlane.embed")
