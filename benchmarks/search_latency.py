@@ -112,7 +112,8 @@ def main() -> None:
         lat.sort()
         text_only.sort()
         print(
-            f"{size:>9} events: hybrid p50 {statistics.median(lat):6.1f} ms  p95 {lat[int(0.95 * len(lat)) - 1]:6.1f} ms"
+            f"{size:>9} events: hybrid p50 {statistics.median(lat):6.1f} ms"
+            f"  p95 {lat[int(0.95 * len(lat)) - 1]:6.1f} ms"
             f"   | full-text only p50 {statistics.median(text_only):5.1f} ms"
             f"   | vectors {index.count()} indexed={getattr(index, 'has_index', lambda: '?')()}"
         )  # type: ignore[attr-defined]
