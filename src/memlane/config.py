@@ -157,7 +157,7 @@ class RetrievalConfig(Section):
     inject_threshold: float = _f(0.75, "Lowest score injected into a prompt.")
     candidates: int = _f(50, "Candidates drawn from each index before fusion.")
     vector_floor: float = _f(0.20, "Cosine similarity that counts as no evidence (unrelated text).")
-    vector_ceiling: float = _f(0.70, "Cosine similarity that counts as full evidence (a paraphrase).")
+    vector_ceiling: float = _f(0.55, "Cosine similarity that counts as full evidence (a close paraphrase).")
     cross_project: bool = _f(False, "Allow memories of other projects in retrieval and injection.")
 
 

@@ -1,0 +1,122 @@
+"""``memlane process`` and ``memlane vectors status|reconcile|rebuild|retry``."""
+
+from __future__ import annotations
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from memlane.cli import render
+
+
+def _embedder(mem: object) -> object:
+    from memlane.embed import EmbeddingError, get_embedder
+
+    try:
+        return get_embedder(mem.config.embedding)  # type: ignore[attr-defined]
+    except EmbeddingError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@click.command()
+@click.option("--limit", type=click.IntRange(1), help="Embed at most this many events.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def process(ctx: click.Context, limit: int | None, as_json: bool) -> None:
+    """Embed the outbox into the vector index now (the daemon does this in the background)."""
+    from memlane.vectors import process_outbox
+    from memlane.vectors.worker import pending_count
+
+    with ctx.obj.memory() as mem:
+        embedder = _embedder(mem)
+        total = pending_count(mem) if limit is None else min(limit, pending_count(mem))
+        if as_json or not total:
+            report = process_outbox(mem, embedder, limit=limit)
+        else:
+            columns = (TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+            with Progress(*columns, console=render.err_console) as bar:
+                task = bar.add_task("embed", total=total)
+                report = process_outbox(
+                    mem, embedder, limit=limit, progress=lambda done, _total: bar.update(task, completed=done)
+                )
+    if as_json:
+        render.emit_json(report.__dict__)
+        return
+    if report.busy:
+        raise click.ClickException("another worker (probably the daemon) is embedding this project right now")
+    click.echo(
+        f"embedded {report.processed} event(s) ({report.chunks} chunk(s)); {report.remaining} waiting, "
+        f"{report.failed} failed" + (f"; last error: {report.errors[-1]}" if report.errors else "")
+    )
+
+
+@click.group("vectors")
+def vectors() -> None:
+    """Inspect and repair the vector index."""
+
+
+@vectors.command("status")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def status_cmd(ctx: click.Context, as_json: bool) -> None:
+    """Outbox counts, vector count, model, index."""
+    from memlane.vectors import status
+
+    with ctx.obj.memory() as mem:
+        data = status(mem, _embedder(mem))
+    if as_json:
+        render.emit_json(data)
+        return
+    render.kv_table(
+        [
+            ("model", data.get("current_model")),
+            ("vectors", data.get("vectors")),
+            ("ANN index", data.get("indexed")),
+            ("outbox", ", ".join(f"{k} {v}" for k, v in data["outbox"].items()) or "empty"),
+            *(("failed because", e) for e in data["failed_errors"]),
+        ]
+    )
+
+
+@vectors.command("reconcile")
+@click.option("--fix/--check", default=True, show_default=True, help="Repair gaps, or only report them.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def reconcile_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
+    """Compare events with vectors: queue events without vectors, delete vectors without events."""
+    from memlane.vectors import reconcile
+
+    with ctx.obj.memory() as mem:
+        report = reconcile(mem, _embedder(mem), fix=fix)
+    if as_json:
+        render.emit_json(report.__dict__)
+        return
+    verb = "queued" if fix else "missing"
+    click.echo(
+        f"{report.events} event(s), {report.vectors} with vectors; {verb} {report.missing}, "
+        f"{'removed' if fix else 'orphaned'} {report.orphans} orphan vector set(s)"
+        + ("; run `memlane process` to embed them" if fix and report.missing else "")
+    )
+
+
+@vectors.command("rebuild")
+@click.option("--yes", "-y", is_flag=True)
+@click.pass_context
+def rebuild_cmd(ctx: click.Context, yes: bool) -> None:
+    """Drop this project's vectors and queue every event again."""
+    from memlane.vectors import rebuild
+
+    if not yes:
+        click.confirm("Drop all vectors of this project and re-embed?", abort=True)
+    with ctx.obj.memory() as mem:
+        count = rebuild(mem, _embedder(mem))
+    click.echo(f"queued {count} event(s); run `memlane process` (or let the daemon) to embed them")
+
+
+@vectors.command("retry")
+@click.pass_context
+def retry_cmd(ctx: click.Context) -> None:
+    """Put failed embedding jobs back in the queue."""
+    from memlane.vectors import retry_failed
+
+    with ctx.obj.memory() as mem:
+        click.echo(f"re-queued {retry_failed(mem)} failed job(s)")

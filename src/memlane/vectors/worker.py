@@ -1,0 +1,306 @@
+"""The outbox worker: the single writer of vectors (transactional outbox, reference specs/vector-outbox-v2).
+
+- One worker per project at a time: an exclusive, non-blocking ``flock`` on ``vectors/worker.lock``;
+  a second worker reports "busy" and leaves.
+- Jobs are claimed in batches (``pending`` → ``processing``), embedded chunk by chunk, upserted,
+  and marked ``done`` — each step idempotent, so a crash anywhere only means a re-run.
+- A failing batch is retried with exponential backoff (``next_attempt_at``) and marked ``failed``
+  after ``vectors.max_attempts``; ``retry_failed`` puts failed jobs back.
+- Jobs left ``processing`` longer than ``vectors.stuck_after_s`` (a crashed worker) are recovered.
+- A change of embedding model re-queues every event and drops the old model's tables.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from memlane import paths
+from memlane.memory import Memory
+from memlane.store.keys import now_iso
+from memlane.vectors.index import VectorIndex, other_tables
+
+
+@dataclass
+class ProcessReport:
+    processed: int = 0
+    chunks: int = 0
+    failed: int = 0
+    retried: int = 0
+    recovered: int = 0
+    remaining: int = 0
+    busy: bool = False
+    model_changed: bool = False
+    errors: list[str] = field(default_factory=list)
+
+
+def _iso(delta_s: float = 0.0) -> str:
+    moment = datetime.now(UTC) + timedelta(seconds=delta_s)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+class WorkerLock:
+    def __init__(self, project_id: str) -> None:
+        directory = paths.vectors_dir(project_id)
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        self.path = directory / "worker.lock"
+        self.fd: int | None = None
+
+    def acquire(self) -> bool:
+        self.fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            os.close(self.fd)
+            self.fd = None
+            return False
+
+    def release(self) -> None:
+        if self.fd is not None:
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
+
+
+def _model_state(memory: Memory, embedder: Any) -> bool:
+    """Record the model in use; on a change, re-queue everything and drop the old tables."""
+    state_path = paths.vectors_dir(memory.project.id) / "model.json"
+    try:
+        previous = json.loads(state_path.read_text()).get("version")
+    except (OSError, ValueError):
+        previous = None
+    if previous == embedder.version:
+        return False
+    if previous is not None:
+        with memory.store.write() as db:
+            db.execute("UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = NULL, error = NULL")
+        import lancedb
+
+        conn = lancedb.connect(str(paths.vectors_dir(memory.project.id)))
+        for name in other_tables(memory.project.id, keep=_table(embedder)):
+            conn.drop_table(name)
+    tmp = state_path.with_name(f".model.json.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"version": embedder.version, "dim": embedder.dim, "since": now_iso()}))
+    os.replace(tmp, state_path)
+    return previous is not None
+
+
+def _table(embedder: Any) -> str:
+    from memlane.vectors.index import table_name
+
+    return table_name(embedder.version)
+
+
+def _recover_stuck(memory: Memory) -> int:
+    cutoff = _iso(-memory.config.vectors.stuck_after_s)
+    with memory.store.write() as db:
+        cur = db.execute(
+            "UPDATE outbox SET status = 'pending', updated_at = ? WHERE status = 'processing' AND updated_at < ?",
+            (now_iso(), cutoff),
+        )
+        return cur.rowcount
+
+
+def _claim(memory: Memory, size: int) -> list[str]:
+    now = now_iso()
+    with memory.store.write() as db:
+        ids = [
+            r[0]
+            for r in db.execute(
+                "SELECT event_id FROM outbox WHERE status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= ?)"
+                " ORDER BY rowid LIMIT ?",
+                (now, size),
+            )
+        ]
+        if ids:
+            db.execute(
+                f"UPDATE outbox SET status = 'processing', updated_at = ? WHERE event_id IN "
+                f"({','.join('?' * len(ids))})",
+                [now, *ids],
+            )
+    return ids
+
+
+def _embed_batch(memory: Memory, index: VectorIndex, embedder: Any, ids: list[str]) -> int:
+    events = memory.store.by_ids(ids)
+    pieces: list[tuple[Any, int, str]] = []
+    for event in events:
+        for n, chunk in enumerate(embedder.chunk(event.content) or [event.content]):
+            pieces.append((event, n, chunk))
+    vectors = embedder.embed_passages([p[2] for p in pieces]) if pieces else []
+    index.upsert(
+        [
+            {"event_id": e.id, "chunk": n, "vector": v, "type": e.type, "session_id": e.session_id, "ts": e.ts}
+            for (e, n, _), v in zip(pieces, vectors, strict=True)
+        ]
+    )
+    with memory.store.write() as db:
+        db.execute(
+            f"UPDATE outbox SET status = 'done', updated_at = ?, error = NULL WHERE event_id IN "
+            f"({','.join('?' * len(ids))})",
+            [now_iso(), *ids],
+        )
+    return len(pieces)
+
+
+def _fail(memory: Memory, ids: list[str], error: str) -> tuple[int, int]:
+    """Back off, or give up after max_attempts. Returns (failed for good, to retry)."""
+    max_attempts = memory.config.vectors.max_attempts
+    failed = retry = 0
+    with memory.store.write() as db:
+        for event_id in ids:
+            row = db.execute("SELECT attempts FROM outbox WHERE event_id = ?", (event_id,)).fetchone()
+            if row is None:
+                continue
+            attempts = int(row[0]) + 1
+            if attempts >= max_attempts:
+                db.execute(
+                    "UPDATE outbox SET status = 'failed', attempts = ?, updated_at = ?, error = ? WHERE event_id = ?",
+                    (attempts, now_iso(), error[:500], event_id),
+                )
+                failed += 1
+            else:
+                db.execute(
+                    "UPDATE outbox SET status = 'pending', attempts = ?, updated_at = ?, error = ?, "
+                    "next_attempt_at = ? WHERE event_id = ?",
+                    (attempts, now_iso(), error[:500], _iso(min(2**attempts, 3600)), event_id),
+                )
+                retry += 1
+    return failed, retry
+
+
+def pending_count(memory: Memory) -> int:
+    return int(
+        memory.store.db.execute("SELECT COUNT(*) FROM outbox WHERE status IN ('pending', 'processing')").fetchone()[0]
+    )
+
+
+def process_outbox(
+    memory: Memory,
+    embedder: Any = None,
+    *,
+    limit: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> ProcessReport:
+    """Drain (up to ``limit`` jobs of) the project's outbox into its vector index."""
+    if embedder is None:
+        from memlane.embed import get_embedder
+
+        embedder = get_embedder(memory.config.embedding)
+    report = ProcessReport()
+    lock = WorkerLock(memory.project.id)
+    if not lock.acquire():
+        report.busy = True
+        return report
+    try:
+        report.model_changed = _model_state(memory, embedder)
+        report.recovered = _recover_stuck(memory)
+        index = VectorIndex(memory.project.id, embedder.version, embedder.dim, memory.config.vectors)
+        total = pending_count(memory) if limit is None else min(limit, pending_count(memory))
+        batch = memory.config.vectors.batch_size
+        while limit is None or report.processed + report.failed + report.retried < limit:
+            size = batch if limit is None else min(batch, limit - report.processed - report.failed - report.retried)
+            ids = _claim(memory, size)
+            if not ids:
+                break
+            try:
+                report.chunks += _embed_batch(memory, index, embedder, ids)
+                report.processed += len(ids)
+            except Exception as exc:  # noqa: BLE001 - record on the jobs, keep the worker alive
+                failed, retry = _fail(memory, ids, f"{type(exc).__name__}: {exc}")
+                report.failed += failed
+                report.retried += retry
+                report.errors.append(f"{type(exc).__name__}: {exc}")
+                break  # back off: the next run (after next_attempt_at) tries again
+            if progress:
+                progress(report.processed, total)
+        if report.processed:
+            index.ensure_index()
+        report.remaining = pending_count(memory)
+    finally:
+        lock.release()
+    return report
+
+
+def retry_failed(memory: Memory) -> int:
+    with memory.store.write() as db:
+        return db.execute(
+            "UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = NULL, error = NULL,"
+            " updated_at = ? WHERE status = 'failed'",
+            (now_iso(),),
+        ).rowcount
+
+
+@dataclass
+class ReconcileReport:
+    events: int = 0
+    vectors: int = 0
+    missing: int = 0
+    orphans: int = 0
+    fixed: bool = False
+
+
+def reconcile(memory: Memory, embedder: Any, *, fix: bool) -> ReconcileReport:
+    """Compare events with the current model's vectors: re-queue events without vectors, drop orphans."""
+    index = VectorIndex(memory.project.id, embedder.version, embedder.dim, memory.config.vectors)
+    have = index.event_ids()
+    events = {
+        r[0]
+        for r in memory.store.db.execute("SELECT id FROM events WHERE type NOT IN ('session_start', 'session_end')")
+    }
+    queued = {
+        r[0] for r in memory.store.db.execute("SELECT event_id FROM outbox WHERE status IN ('pending', 'processing')")
+    }
+    missing = sorted(events - have - queued)
+    orphans = sorted(have - events)
+    report = ReconcileReport(len(events), len(have), len(missing), len(orphans))
+    if fix:
+        now = now_iso()
+        with memory.store.write() as db:
+            for event_id in missing:
+                db.execute(
+                    "INSERT INTO outbox (event_id, status, created_at, updated_at) VALUES (?, 'pending', ?, ?)"
+                    " ON CONFLICT(event_id) DO UPDATE SET status = 'pending', attempts = 0, next_attempt_at = NULL",
+                    (event_id, now, now),
+                )
+        index.delete(orphans)
+        report.fixed = True
+    return report
+
+
+def rebuild(memory: Memory, embedder: Any) -> int:
+    """Drop the current model's vectors and queue every event again."""
+    index = VectorIndex(memory.project.id, embedder.version, embedder.dim, memory.config.vectors)
+    index.drop()
+    now = now_iso()
+    with memory.store.write() as db:
+        db.execute(
+            "INSERT OR IGNORE INTO outbox (event_id, status, created_at, updated_at) "
+            "SELECT id, 'pending', ?, ? FROM events",
+            (now, now),
+        )
+        return db.execute(
+            "UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = NULL, error = NULL"
+        ).rowcount
+
+
+def status(memory: Memory, embedder: Any = None) -> dict[str, Any]:
+    db = memory.store.db
+    outbox = dict(db.execute("SELECT status, COUNT(*) FROM outbox GROUP BY status").fetchall())
+    errors = [r[0] for r in db.execute("SELECT DISTINCT error FROM outbox WHERE status = 'failed' LIMIT 5")]
+    out: dict[str, Any] = {"project_id": memory.project.id, "outbox": outbox, "failed_errors": errors}
+    state_path = paths.vectors_dir(memory.project.id) / "model.json"
+    try:
+        out["model"] = json.loads(state_path.read_text())
+    except (OSError, ValueError):
+        out["model"] = None
+    if embedder is not None:
+        index = VectorIndex(memory.project.id, embedder.version, embedder.dim, memory.config.vectors)
+        out.update(vectors=index.count(), indexed=index.has_index(), table=index.name, current_model=embedder.version)
+    return out

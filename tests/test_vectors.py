@@ -1,0 +1,263 @@
+"""Embeddings, the vector outbox and hybrid retrieval, with the real model and real LanceDB."""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, HTTPServer
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from memlane.config import EmbeddingConfig, RetrievalConfig
+from memlane.memory import Memory
+from memlane.retrieval import scoring
+from memlane.retrieval.engine import Engine
+from memlane.store import NewEvent
+from memlane.vectors import VectorIndex, process_outbox, rebuild, reconcile, retry_failed
+from memlane.vectors.worker import WorkerLock
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="session")
+def embedder() -> Any:
+    from memlane.embed import get_embedder
+
+    return get_embedder(EmbeddingConfig())
+
+
+@pytest.fixture
+def mem(proj: Path) -> Iterator[Memory]:
+    m = Memory.open(proj)
+    m.store.append(
+        [
+            NewEvent(
+                "agent_response", "s1", "Fixed the DB connection pool: connections were never released under load", "1"
+            ),
+            NewEvent("user_prompt", "s1", "Please make the login page accept SSO via Okta", "2"),
+            NewEvent(
+                "tool_observation", "s1", "Bash: pytest\nE   TimeoutError in shop/db/pool_manager.py line 42", "3"
+            ),
+            NewEvent(
+                "agent_response", "s2", "Added retry with exponential backoff to the payment webhook handler", "4"
+            ),
+        ]
+    )
+    yield m
+    m.close()
+
+
+def outbox(m: Memory) -> dict[str, int]:
+    return dict(m.store.db.execute("SELECT status, COUNT(*) FROM outbox GROUP BY status").fetchall())
+
+
+def test_embedding_shape_normalised_and_offline(embedder: Any) -> None:
+    vectors = embedder.embed_passages(["hello", "world"])
+    assert vectors.shape == (2, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    assert embedder.version.startswith("all-MiniLM-L6-v2@")
+
+
+def test_long_text_is_chunked_not_truncated(embedder: Any) -> None:
+    text = " ".join(f"w{i}" for i in range(3000))
+    chunks = embedder.chunk(text)
+    assert len(chunks) > 1
+    end = 0
+    for chunk in chunks:  # in order, overlapping or touching, from the first character to the last
+        start = text.index(chunk, max(0, end - len(chunk)))
+        assert start <= end
+        end = start + len(chunk)
+    assert chunks[0].startswith("w0 ") and end == len(text)
+
+
+@pytest.mark.parametrize(
+    ("model", "query", "passage"),
+    [
+        ("intfloat/multilingual-e5-small", "query: ", "passage: "),
+        ("/models/e5-base-v2", "query: ", "passage: "),
+        ("all-MiniLM-L6-v2", "", ""),
+        ("BAAI/bge-small-en", "", ""),
+    ],
+)
+def test_e5_prefixes(model: str, query: str, passage: str) -> None:
+    from memlane.embed import e5_prefixes
+
+    assert e5_prefixes(model, EmbeddingConfig(model=model)) == (query, passage)
+    assert e5_prefixes(model, EmbeddingConfig(model=model, query_prefix="Q: "))[0] == "Q: "
+
+
+class FakeOpenAI(BaseHTTPRequestHandler):
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        if self.headers.get("Authorization") != "Bearer k-123":
+            self.send_response(401)
+            self.end_headers()
+            return
+        data = [{"index": i, "embedding": [float(len(t)), 1.0, 0.5]} for i, t in enumerate(body["input"])]
+        out = json.dumps({"data": data, "model": body["model"]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+
+def test_openai_compatible_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memlane.embed import EmbeddingError, OpenAIEmbedder
+
+    server = HTTPServer(("127.0.0.1", 0), FakeOpenAI)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    monkeypatch.setenv("EMBED_KEY", "k-123")
+    emb = OpenAIEmbedder(
+        EmbeddingConfig(provider="openai", url=url, model="nomic", api_key_env="EMBED_KEY", batch_size=2)
+    )
+    assert emb.dim == 3
+    vectors = emb.embed_passages(["a", "bb", "ccc"])
+    assert vectors.shape == (3, 3) and np.allclose(np.linalg.norm(vectors, axis=1), 1)
+    monkeypatch.setenv("EMBED_KEY", "wrong")
+    with pytest.raises(EmbeddingError, match="HTTP 401"):
+        OpenAIEmbedder(EmbeddingConfig(provider="openai", url=url, model="nomic", api_key_env="EMBED_KEY"))
+    server.shutdown()
+    with pytest.raises(EmbeddingError, match="unreachable"):
+        OpenAIEmbedder(EmbeddingConfig(provider="openai", url="http://127.0.0.1:9/v1", model="m", timeout_s=1))
+    with pytest.raises(EmbeddingError, match="embedding.url is required"):
+        OpenAIEmbedder(EmbeddingConfig(provider="openai"))
+
+
+def test_outbox_drains_once_and_reruns_add_nothing(mem: Memory, embedder: Any) -> None:
+    report = process_outbox(mem, embedder)
+    assert report.processed == 4 and report.remaining == 0 and outbox(mem) == {"done": 4}
+    index = VectorIndex(mem.project.id, embedder.version, embedder.dim, mem.config.vectors)
+    assert index.count() == 4
+    rebuild(mem, embedder)
+    process_outbox(mem, embedder)
+    process_outbox(mem, embedder)
+    assert index.count() == 4  # upserts keyed by (event, chunk, model): no duplicates
+
+
+def test_stuck_jobs_are_recovered(mem: Memory, embedder: Any) -> None:
+    mem.store.db.execute("UPDATE outbox SET status = 'processing', updated_at = '2000-01-01T00:00:00.000Z'")
+    report = process_outbox(mem, embedder)
+    assert report.recovered == 4 and report.processed == 4
+
+
+class Broken:
+    def __init__(self, real: Any) -> None:
+        self.real, self.version, self.dim, self.model_id = real, real.version, real.dim, real.model_id
+
+    def chunk(self, text: str) -> list[str]:
+        return [text]
+
+    def embed_passages(self, texts: list[str]) -> Any:
+        raise RuntimeError("model exploded")
+
+    def embed_query(self, text: str) -> Any:
+        return self.real.embed_query(text)
+
+
+def test_failures_back_off_then_fail_then_retry(mem: Memory, embedder: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    mem.config.vectors.max_attempts = 2
+    report = process_outbox(mem, Broken(embedder))
+    assert report.retried == 4 and "model exploded" in report.errors[0]
+    row = mem.store.db.execute("SELECT status, attempts, next_attempt_at FROM outbox LIMIT 1").fetchone()
+    assert row[0] == "pending" and row[1] == 1 and row[2] is not None
+    assert process_outbox(mem, Broken(embedder)).processed == 0  # backing off: nothing due yet
+    mem.store.db.execute("UPDATE outbox SET next_attempt_at = NULL")
+    assert process_outbox(mem, Broken(embedder)).failed == 4
+    assert outbox(mem) == {"failed": 4}
+    assert retry_failed(mem) == 4
+    assert process_outbox(mem, embedder).processed == 4
+
+
+def test_second_worker_is_refused(mem: Memory, embedder: Any) -> None:
+    lock = WorkerLock(mem.project.id)
+    assert lock.acquire()
+    try:
+        assert process_outbox(mem, embedder).busy is True
+    finally:
+        lock.release()
+    assert process_outbox(mem, embedder).processed == 4
+
+
+class Renamed(Broken):
+    def __init__(self, real: Any, version: str) -> None:
+        super().__init__(real)
+        self.version = version
+
+    def chunk(self, text: str) -> list[str]:
+        return self.real.chunk(text)
+
+    def embed_passages(self, texts: list[str]) -> Any:
+        return self.real.embed_passages(texts)
+
+
+def test_model_change_reembeds_cleanly(mem: Memory, embedder: Any) -> None:
+    process_outbox(mem, embedder)
+    other = Renamed(embedder, "all-MiniLM-L6-v2@newversion")
+    report = process_outbox(mem, other)
+    assert report.model_changed and report.processed == 4
+    new = VectorIndex(mem.project.id, other.version, other.dim, mem.config.vectors)
+    assert new.count() == 4
+    from memlane.vectors.index import other_tables
+
+    assert other_tables(mem.project.id, keep=new.name) == []  # the old model's vectors are gone
+
+
+def test_reconcile_finds_gaps_and_orphans(mem: Memory, embedder: Any) -> None:
+    process_outbox(mem, embedder)
+    index = VectorIndex(mem.project.id, embedder.version, embedder.dim, mem.config.vectors)
+    victim = mem.store.history(limit=1)[0].id
+    index.delete([victim])
+    index.upsert([{"event_id": "ghost", "chunk": 0, "vector": np.ones(embedder.dim) / 20}])
+    report = reconcile(mem, embedder, fix=False)
+    assert (report.missing, report.orphans) == (1, 1)
+    reconcile(mem, embedder, fix=True)
+    process_outbox(mem, embedder)
+    assert reconcile(mem, embedder, fix=False).missing == 0 and "ghost" not in index.event_ids()
+
+
+def test_forget_removes_vectors(mem: Memory, embedder: Any) -> None:
+    process_outbox(mem, embedder)
+    target = mem.store.history(limit=1)[0]
+    mem.forget(ids=[target.id])
+    index = VectorIndex(mem.project.id, embedder.version, embedder.dim, mem.config.vectors)
+    assert target.id not in index.event_ids() and index.count() == 3
+
+
+def test_ann_index_is_built_when_large(proj: Path, embedder: Any) -> None:
+    m = Memory.open(proj)
+    m.config.vectors.index_min_rows = 300
+    index = VectorIndex(m.project.id, "random@1", 32, m.config.vectors)
+    rng = np.random.default_rng(0)
+    vectors = rng.normal(size=(400, 32)).astype(np.float32)
+    index.upsert([{"event_id": f"e{i}", "chunk": 0, "vector": v} for i, v in enumerate(vectors)])
+    assert index.ensure_index() is True and index.has_index()
+    assert index.search(vectors[7], 3)[0][0] == "e7"
+    m.close()
+
+
+def test_hybrid_finds_paraphrases_and_exact_identifiers(mem: Memory, embedder: Any) -> None:
+    process_outbox(mem, embedder)
+    engine = Engine(mem.config)
+    hits = engine.search(mem, "our database runs out of connections when traffic spikes", limit=3)
+    assert "connection pool" in hits[0].event.content and hits[0].confidence in ("high", "suggested")
+    assert engine.search(mem, "pool_manager.py", limit=2)[0].event.type == "tool_observation"
+    assert engine.relevant(mem, "How do I bake sourdough bread at home?") == []
+    assert "webhook" in engine.relevant(mem, "stripe webhook calls fail sometimes, do we retry them?")[0].event.content
+
+
+def test_matcher_thresholds_are_reachable() -> None:
+    cfg = RetrievalConfig()
+    perfect = scoring.fuse(1.0, 1.0, 1.0, 1.0, cfg)
+    assert perfect == pytest.approx(1.0)
+    assert scoring.classify([perfect, 0.5], cfg) == ["high", "none"]
+    assert scoring.classify([0.95, 0.94], cfg) == ["suggested", "suggested"]  # no lead → not high
+    assert scoring.classify([0.7], cfg) == ["none"]
+    vector_only = scoring.fuse(0.0, scoring.vector_score(0.6, cfg), 1.0, 1.0, cfg)
+    assert vector_only >= cfg.high_threshold  # a close paraphrase alone can be high
