@@ -126,7 +126,7 @@ def test_openai_compatible_endpoint(monkeypatch: pytest.MonkeyPatch) -> None:
     server.shutdown()
     with pytest.raises(EmbeddingError, match="unreachable"):
         OpenAIEmbedder(EmbeddingConfig(provider="openai", url="http://127.0.0.1:9/v1", model="m", timeout_s=1))
-    with pytest.raises(EmbeddingError, match="embedding.url is required"):
+    with pytest.raises(EmbeddingError, match=r"embedding\.url is required"):
         OpenAIEmbedder(EmbeddingConfig(provider="openai"))
 
 

@@ -113,7 +113,8 @@ def _claim(memory: Memory, size: int) -> list[str]:
         ids = [
             r[0]
             for r in db.execute(
-                "SELECT event_id FROM outbox WHERE status = 'pending' AND (next_attempt_at IS NULL OR next_attempt_at <= ?)"
+                "SELECT event_id FROM outbox WHERE status = 'pending'"
+                " AND (next_attempt_at IS NULL OR next_attempt_at <= ?)"
                 " ORDER BY rowid LIMIT ?",
                 (now, size),
             )
