@@ -212,6 +212,14 @@ def main(argv: list[str]) -> int:
     event = argv[0] if argv else ""
     try:
         raw = sys.stdin.buffer.read()
+        if "--plugin" in argv[1:]:
+            # The plugin's hooks step aside for `memlane install`'s, so an event is never handled twice.
+            from memlane.plugin import guard
+
+            where = guard.shadowed(event, raw)
+            if where:
+                log("hooks", "debug", f"{event}: plugin hook skipped, `memlane install` hooks in {where} handle it")
+                return 0
         out = handle(event, raw)
         if out:
             sys.stdout.write(out + "\n")

@@ -36,8 +36,14 @@ class FilterResult:
 
     __slots__ = ("chars_filtered", "private_sections", "secrets_redacted", "text", "warnings")
 
-    def __init__(self, text: str = "", private_sections: int = 0, secrets_redacted: int = 0,
-                 chars_filtered: int = 0, warnings: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        text: str = "",
+        private_sections: int = 0,
+        secrets_redacted: int = 0,
+        chars_filtered: int = 0,
+        warnings: list[str] | None = None,
+    ) -> None:
         self.text = text
         self.private_sections = private_sections
         self.secrets_redacted = secrets_redacted
@@ -51,8 +57,10 @@ class FilterResult:
         self.warnings.extend(other.warnings)
 
     def __repr__(self) -> str:
-        return (f"FilterResult(private_sections={self.private_sections}, secrets_redacted={self.secrets_redacted}, "
-                f"chars_filtered={self.chars_filtered}, warnings={self.warnings!r})")
+        return (
+            f"FilterResult(private_sections={self.private_sections}, secrets_redacted={self.secrets_redacted}, "
+            f"chars_filtered={self.chars_filtered}, warnings={self.warnings!r})"
+        )
 
 
 # ---- private tags ------------------------------------------------------------------------------

@@ -311,6 +311,8 @@ def _register_groups() -> None:
         ("memlane.cli.vectors", "process"),
         ("memlane.cli.vectors", "vectors"),
         ("memlane.cli.importer", "import_group"),
+        ("memlane.cli.mcp_cmd", "mcp_group"),
+        ("memlane.cli.plugin_cmd", "plugin_group"),
     ):
         try:
             mod = __import__(module, fromlist=[name])

@@ -1,0 +1,270 @@
+"""Registering memlane's MCP server with MCP clients, and taking it out again.
+
+| client         | user scope                                         | project scope          | format |
+|----------------|----------------------------------------------------|------------------------|--------|
+| claude-desktop | claude_desktop_config.json (OS-specific folder)     | —                      | JSON   |
+| claude-code    | ~/.claude.json                                     | <root>/.mcp.json       | JSON   |
+| codex          | $CODEX_HOME/config.toml (~/.codex)                 | <root>/.codex/config.toml | TOML |
+| cursor         | ~/.cursor/mcp.json                                 | <root>/.cursor/mcp.json | JSON  |
+
+Only the ``memlane`` server entry is touched: other servers, other settings, key order (JSON) and
+comments (TOML) are kept. A changed file is backed up first (``<file>.memlane-backup-<time>``) and
+replaced atomically; installing twice changes nothing the second time.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import sys
+import time
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from memlane.install import InstallError, hook_command
+
+SERVER = "memlane"
+CLIENTS = ("claude-desktop", "claude-code", "codex", "cursor")
+SCOPES = ("user", "project")
+
+
+@dataclass
+class Change:
+    client: str
+    path: Path
+    changed: bool
+    backup: Path | None
+    entry: dict[str, Any] | None
+    action: str  # "installed" | "updated" | "unchanged" | "removed" | "absent"
+
+
+def memlane_command() -> str:
+    """This installation's ``memlane`` executable, by absolute path when it can be found."""
+    return hook_command().rsplit(" hook", 1)[0]
+
+
+def config_path(client: str, scope: str, project_root: Path) -> Path:
+    home = Path.home()
+    if client == "claude-desktop":
+        if scope != "user":
+            raise InstallError("Claude Desktop has only a user-wide configuration: use --scope user")
+        if sys.platform == "darwin":
+            return home / "Library" / "Application Support" / "Claude" / "claude_desktop_config.json"
+        if sys.platform == "win32":
+            appdata = Path(os.environ.get("APPDATA") or home / "AppData" / "Roaming")
+            return appdata / "Claude" / "claude_desktop_config.json"
+        return Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "Claude" / "claude_desktop_config.json"
+    if client == "claude-code":
+        return home / ".claude.json" if scope == "user" else project_root / ".mcp.json"
+    if client == "codex":
+        base = Path(os.environ.get("CODEX_HOME") or home / ".codex") if scope == "user" else project_root / ".codex"
+        return base / "config.toml"
+    if client == "cursor":
+        return (home if scope == "user" else project_root) / ".cursor" / "mcp.json"
+    raise InstallError(f"unknown client '{client}' (one of: {', '.join(CLIENTS)})")
+
+
+def server_entry(client: str, command: str | None = None) -> dict[str, Any]:
+    """The client's config entry for memlane's stdio server.
+
+    Claude Code and Codex start the server in the project directory, which becomes the default project;
+    Claude Desktop has no project directory (the tools take ``project``; mem-projects lists them).
+    Cursor is given ``--project ${workspaceFolder}`` (Cursor expands it; the server ignores the option
+    if a client passes it through unexpanded). ``MEMLANE_HOME`` is passed on when it is set, since GUI
+    clients do not inherit the shell's environment.
+    """
+    entry: dict[str, Any] = {"command": command or memlane_command(), "args": ["mcp"]}
+    if client == "claude-code":
+        entry = {"type": "stdio", **entry}
+    if client == "cursor":
+        entry["args"] = ["mcp", "--project", "${workspaceFolder}"]
+    if os.environ.get("MEMLANE_HOME"):
+        entry["env"] = {"MEMLANE_HOME": os.path.abspath(os.path.expanduser(os.environ["MEMLANE_HOME"]))}
+    return entry
+
+
+# ---- files -------------------------------------------------------------------------------------
+
+
+def _read_text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InstallError(f"{path}: cannot read ({exc})") from exc
+
+
+def _backup_name(path: Path) -> Path:
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    candidate = path.with_name(f"{path.name}.memlane-backup-{stamp}")
+    n = 1
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.name}.memlane-backup-{stamp}-{n}")
+    return candidate
+
+
+def _write(path: Path, text: str) -> Path | None:
+    """Back up the old file (if any), then replace it atomically, keeping its permissions."""
+    backup = None
+    path.parent.mkdir(parents=True, exist_ok=True)
+    if path.exists():
+        backup = _backup_name(path)
+        shutil.copy2(path, backup)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    if path.exists():
+        shutil.copymode(path, tmp)
+    os.replace(tmp, path)
+    return backup
+
+
+# ---- JSON clients ------------------------------------------------------------------------------
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    text = _read_text(path)
+    if not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InstallError(f"{path}: not valid JSON ({exc}); fix or move it, memlane will not overwrite it") from exc
+    if not isinstance(data, dict):
+        raise InstallError(f"{path}: top level must be a JSON object")
+    if "mcpServers" in data and not isinstance(data["mcpServers"], dict):
+        raise InstallError(f"{path}: 'mcpServers' must be an object")
+    return data
+
+
+def _json_text(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
+
+
+# ---- TOML (Codex) ------------------------------------------------------------------------------
+
+# A table header for our server or one of its sub-tables: [mcp_servers.memlane], [mcp_servers."memlane".env]
+_OUR_HEADER = re.compile(r'^\s*\[\s*mcp_servers\s*\.\s*(?:memlane|"memlane"|\'memlane\')\s*(?:\.[^\]]*)?\]\s*(?:#.*)?$')
+_ANY_HEADER = re.compile(r"^\s*\[")
+
+
+def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
+    text = _read_text(path)
+    try:
+        return text, tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InstallError(f"{path}: not valid TOML ({exc}); fix or move it, memlane will not overwrite it") from exc
+
+
+def _strip_toml(text: str) -> str:
+    """Remove our tables (header to the next header) from the text, leaving every other line as it was."""
+    out: list[str] = []
+    skipping = False
+    for line in text.splitlines(keepends=True):
+        if _OUR_HEADER.match(line):
+            skipping = True
+            continue
+        if skipping and _ANY_HEADER.match(line):
+            skipping = False
+        if not skipping:
+            out.append(line)
+    return "".join(out).rstrip("\n") + ("\n" if out else "")
+
+
+def _toml_block(entry: dict[str, Any]) -> str:
+    import tomli_w
+
+    return tomli_w.dumps({"mcp_servers": {SERVER: entry}})
+
+
+def _without_ours(data: dict[str, Any]) -> dict[str, Any]:
+    servers = dict(data.get("mcp_servers") or {})
+    servers.pop(SERVER, None)
+    rest = {k: v for k, v in data.items() if k != "mcp_servers"}
+    return {**rest, "mcp_servers": servers} if servers else rest
+
+
+def _toml_change(path: Path, entry: dict[str, Any] | None) -> tuple[str, str, dict[str, Any] | None]:
+    """(old text, new text, old entry) for Codex's config, with our table replaced by ``entry`` (or removed)."""
+    text, data = _read_toml(path)
+    servers = data.get("mcp_servers")
+    if servers is not None and not isinstance(servers, dict):
+        raise InstallError(f"{path}: 'mcp_servers' must be a table")
+    old = (servers or {}).get(SERVER)
+    if old == entry:
+        return text, text, old
+    new = _strip_toml(text)
+    if entry is not None:
+        new = (new + "\n" if new.strip() else "") + _toml_block(entry)
+    # Our edit must change our entry and nothing else; otherwise the entry was written in a form we do
+    # not edit (an inline table, dotted keys) and the user should change it by hand.
+    try:
+        parsed: dict[str, Any] | None = tomllib.loads(new)
+    except tomllib.TOMLDecodeError:
+        parsed = None
+    if (
+        parsed is None
+        or parsed.get("mcp_servers", {}).get(SERVER) != entry
+        or _without_ours(parsed) != _without_ours(data)
+    ):
+        raise InstallError(f"{path}: memlane's [mcp_servers.memlane] entry is written in a form memlane cannot "
+                           "edit safely; change or remove it by hand")  # fmt: skip
+    return text, new, old
+
+
+# ---- install / uninstall -----------------------------------------------------------------------
+
+
+def install(
+    client: str, scope: str, project_root: Path, *, command: str | None = None, dry_run: bool = False
+) -> Change:
+    path = config_path(client, scope, project_root)
+    entry = server_entry(client, command)
+    if client == "codex":
+        old_text, new_text, old = _toml_change(path, entry)
+    else:
+        data = _read_json(path)
+        old_text = _read_text(path)
+        old = (data.get("mcpServers") or {}).get(SERVER)
+        data.setdefault("mcpServers", {})[SERVER] = entry
+        new_text = old_text if old == entry else _json_text(data)
+    if old == entry:
+        return Change(client, path, False, None, entry, "unchanged")
+    backup = None if dry_run else _write(path, new_text)
+    return Change(client, path, True, backup, entry, "updated" if old is not None else "installed")
+
+
+def uninstall(client: str, scope: str, project_root: Path, *, dry_run: bool = False) -> Change:
+    path = config_path(client, scope, project_root)
+    if not path.exists():
+        return Change(client, path, False, None, None, "absent")
+    if client == "codex":
+        _old_text, new_text, old = _toml_change(path, None)
+    else:
+        data = _read_json(path)
+        servers = data.get("mcpServers") or {}
+        old = servers.pop(SERVER, None)
+        new_text = _json_text(data)
+    if old is None:
+        return Change(client, path, False, None, None, "absent")
+    backup = None if dry_run else _write(path, new_text)
+    return Change(client, path, True, backup, old, "removed")
+
+
+def installed(client: str, scope: str, project_root: Path) -> dict[str, Any] | None:
+    """memlane's entry in a client's config, or None."""
+    path = config_path(client, scope, project_root)
+    try:
+        if client == "codex":
+            servers = _read_toml(path)[1].get("mcp_servers") or {}
+        else:
+            servers = _read_json(path).get("mcpServers") or {}
+    except InstallError:
+        return None
+    entry = servers.get(SERVER) if isinstance(servers, dict) else None
+    return entry if isinstance(entry, dict) else None

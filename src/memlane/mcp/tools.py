@@ -1,0 +1,514 @@
+"""What each MCP tool does, independent of the MCP SDK.
+
+Every tool resolves its project (an explicit ``project`` directory, else the server's default), checks
+its input, reads through ``Memory`` only (the store under ``MEMLANE_HOME``, never the project's files),
+formats compact text for the model and privacy-filters everything on the way out — events are stored
+filtered, so this is a second line of defence (older data, changed rules, imported history).
+
+Each tool returns a ``Reply``: the text the model reads plus the same facts as data. A problem with the
+input raises ``ToolInputError`` whose one-line message says how to fix the call.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from collections.abc import Sequence
+from contextlib import closing
+from dataclasses import dataclass, field
+from typing import Any
+
+from memlane import config, paths
+from memlane import project as projects
+from memlane.memory import Memory, MemoryError_
+from memlane.privacy import filter_text, filter_value
+from memlane.retrieval.disclosure import index_row, one_line
+from memlane.retrieval.hybrid import Hit
+from memlane.store import keys
+from memlane.store.db import EVENT_TYPES, Event, Store
+
+MAX_REFS = 20
+LIMITS = {
+    "limit": (1, 50),
+    "before": (0, 20),
+    "after": (0, 20),
+    "window": (0, 20),
+    "max_chars": (200, 100_000),
+    "sessions": (0, 10),
+    "memories": (0, 20),
+}
+NEXT_STEP = (
+    "Next: mem-timeline ref=<citation> shows what happened around one result; "
+    "mem-details refs=[<citations>] gives the full text of the ones you need."
+)
+
+
+class ToolInputError(ValueError):
+    """A call the model should fix; the message is one line and says how."""
+
+
+@dataclass
+class Reply:
+    text: str
+    data: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Section:
+    title: str
+    lines: list[str]
+    priority: int  # lower is filled first when the budget is short
+
+
+def check_range(name: str, value: int) -> int:
+    low, high = LIMITS[name]
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ToolInputError(f"{name} must be a whole number from {low} to {high}, got {value!r}")
+    return value
+
+
+def check_ref(ref: Any, what: str = "ref") -> str:
+    """A citation (``mem:abc123``, ``[mem:abc123]``) or an event id, tidied; anything else is refused."""
+    if not isinstance(ref, str) or not ref.strip():
+        raise ToolInputError(f"{what} is empty: give a citation like mem:abc123 (from mem-search) or an event id")
+    ref = ref.strip()
+    if len(ref) > 100:
+        raise ToolInputError(f"{what} is too long to be a citation or event id: {ref[:40]!r}…")
+    if "mem:" in ref.lower():
+        if keys.parse_citation(ref) is None:
+            raise ToolInputError(f"malformed citation {ref!r}: citations look like mem:abc123 (six letters/digits)")
+        return f"mem:{keys.parse_citation(ref)}"
+    return ref
+
+
+def parse_when(value: str | None, name: str) -> str | None:
+    if value is None or not str(value).strip():
+        return None
+    import click
+
+    from memlane.cli.params import WHEN
+
+    try:
+        return WHEN.convert(value, None, None)
+    except click.BadParameter as exc:
+        raise ToolInputError(f"{name}: {exc.message}") from exc
+
+
+def day(ts: str) -> str:
+    return ts[:16].replace("T", " ")
+
+
+def kind(event_type: str) -> str:
+    return event_type.replace("_", " ")
+
+
+def event_line(event: Event, limit: int = 200, mark: str = "-") -> str:
+    return f"{mark} [{event.cite}] {day(event.ts)} {kind(event.type)}: {one_line(event.content, limit)}"
+
+
+def hit_line(row: dict[str, Any]) -> str:
+    return (
+        f"- [{row['citation']}] {row['score']:.2f} ({row['confidence']}) {day(row['ts'])} "
+        f"{kind(row['type'])}: {row['summary']}"
+    )
+
+
+def capped(text: str, max_chars: int) -> str:
+    if len(text) <= max_chars:
+        return text
+    return text[:max_chars] + f"\n… [{len(text) - max_chars} more characters; raise max_chars to see them]"
+
+
+def fit_sections(header: str, sections: Sequence[Section], max_chars: int) -> tuple[str, dict[str, int]]:
+    """Header plus whole lines of each section within ``max_chars``.
+
+    Every non-empty section first gets an equal share of the budget, so a long list of memories never
+    crowds out the open threads; what is left over goes to sections by priority.
+    """
+    budget = max_chars - len(header) - 1
+    live = [s for s in sections if s.lines]
+    taken = {s.title: 0 for s in live}
+    used = 0
+    share = budget // max(1, len(live))
+    for sec in live:
+        spent = len(sec.title) + 1
+        for line in sec.lines:
+            if spent + len(line) + 1 > share:
+                break
+            spent += len(line) + 1
+            taken[sec.title] += 1
+        if taken[sec.title]:
+            used += spent
+    for sec in sorted(live, key=lambda s: s.priority):
+        for line in sec.lines[taken[sec.title] :]:
+            cost = len(line) + 1 + (0 if taken[sec.title] else len(sec.title) + 1)
+            if used + cost > budget:
+                break
+            used += cost
+            taken[sec.title] += 1
+    out = [header]
+    for sec in sections:
+        if taken.get(sec.title):
+            out.append(sec.title)
+            out.extend(sec.lines[: taken[sec.title]])
+    return "\n".join(out), {s.title: taken.get(s.title, 0) for s in sections}
+
+
+class MemoryTools:
+    """The tools over one user's memory. ``engine`` is a shared ``retrieval.engine.Engine`` (or None:
+    full-text search only); ``default_project`` is the directory used when a call names none."""
+
+    def __init__(self, cfg: config.Config, engine: Any = None, default_project: str | None = None) -> None:
+        self.cfg = cfg
+        self.engine = engine
+        self.default_project = default_project
+
+    # ---- project, privacy ----------------------------------------------------------------------
+
+    def resolve(self, project: str | None) -> projects.Project:
+        """The project a call is about; refuses paths that are not directories and projects without memory."""
+        if project is not None and not str(project).strip():
+            raise ToolInputError("project is empty: give a project directory, or leave it out for the default")
+        raw = str(project or self.default_project or os.getcwd()).strip()
+        path = os.path.abspath(os.path.expanduser(raw))
+        if not os.path.exists(path):
+            known = projects.by_id(raw)
+            if known is not None and known.db_path.exists():
+                return known
+            raise ToolInputError(f"project '{raw}' does not exist (give a project directory)")
+        if not os.path.isdir(path):
+            raise ToolInputError(f"project '{raw}' is not a directory (give the project's folder, not a file)")
+        proj = projects.identify(path)
+        if not proj.db_path.exists():
+            raise ToolInputError(self._no_memory(proj))
+        return proj
+
+    def _no_memory(self, proj: projects.Project) -> str:
+        others = [str(p["root"]) for p in projects.known_projects() if paths.db_path(str(p["id"])).exists()]
+        if others:
+            hint = f"projects with memory: {', '.join(others[:8])}; pass project=<one of them>"
+        else:
+            hint = "nothing is stored yet: run `memlane install` (Claude Code hooks) or `memlane import`"
+        return f"no memory for project {proj.root_str}; {hint}"
+
+    def open(self, project: str | None) -> Memory:
+        proj = self.resolve(project)
+        return Memory(proj, self.cfg, Store(proj.db_path, proj.id, self.cfg.store.busy_timeout_ms))
+
+    def clean(self, event: Event) -> Event:
+        meta, _ = filter_value(event.metadata, self.cfg.privacy)
+        text = filter_text(event.content, self.cfg.privacy).text
+        return Event(
+            event.seq, event.id, event.citation, event.type, event.session_id, event.project_id, event.ts,
+            text, event.canonical_key, meta,
+        )  # fmt: skip
+
+    def reply(self, lines: Sequence[str], data: dict[str, Any], max_chars: int | None = None) -> Reply:
+        text = filter_text("\n".join(lines), self.cfg.privacy).text
+        if max_chars is not None and len(text) > max_chars:  # a marker longer than what it replaced
+            text = text[: text.rfind("\n", 0, max_chars)] if "\n" in text[:max_chars] else text[:max_chars]
+        clean, _ = filter_value(data, self.cfg.privacy)
+        return Reply(text, clean)
+
+    def _get(self, mem: Memory, ref: str) -> Event:
+        event = mem.store.get(ref)
+        if event is None:
+            raise ToolInputError(
+                f"unknown memory '{ref}' in project {mem.project.name} ({mem.project.root_str}): "
+                "use a citation from mem-search (like mem:abc123) or an event id"
+            )
+        return self.clean(event)
+
+    def _search(self, mem: Memory, query: str, limit: int, **filters: Any) -> list[Hit]:
+        try:
+            hits = mem.search(query, limit=limit, engine=self.engine, semantic=self.engine is not None, **filters)
+        except MemoryError_ as exc:
+            raise ToolInputError(str(exc)) from exc
+        return [Hit(self.clean(h.event), h.score, h.sources, h.confidence) for h in hits]
+
+    @staticmethod
+    def _where(mem: Memory) -> str:
+        return f"{mem.project.name} ({mem.project.root_str})"
+
+    # ---- layer 1: search -----------------------------------------------------------------------
+
+    def search(
+        self,
+        query: str,
+        *,
+        limit: int = 10,
+        types: Sequence[str] | None = None,
+        session: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        project: str | None = None,
+    ) -> Reply:
+        query = (query or "").strip()
+        if not query:
+            raise ToolInputError("query is empty: say what to look for (words, an error message, a file name)")
+        check_range("limit", limit)
+        for t in types or ():
+            if t not in EVENT_TYPES:
+                raise ToolInputError(f"unknown event type '{t}' (one of: {', '.join(EVENT_TYPES)})")
+        filters = {
+            "types": list(types or ()) or None,
+            "session": (session or "").strip() or None,
+            "since": parse_when(since, "since"),
+            "until": parse_when(until, "until"),
+        }
+        with self.open(project) as mem:
+            rows = [index_row(h) for h in self._search(mem, query, limit, **filters)]
+            where = self._where(mem)
+        data = {"project": where, "query": query, "results": rows}
+        if not rows:
+            hint = "try other words, fewer filters, or mem-context-pack for recent work"
+            return self.reply([f'No memories match "{query}" in {where}; {hint}.'], data)
+        lines = [f'{len(rows)} memor{"y" if len(rows) == 1 else "ies"} for "{query}" in {where}, best first:']
+        lines.extend(hit_line(r) for r in rows)
+        lines.append(NEXT_STEP)
+        return self.reply(lines, data)
+
+    # ---- layer 2: timeline ---------------------------------------------------------------------
+
+    def timeline(self, ref: str, *, before: int = 3, after: int = 3, project: str | None = None) -> Reply:
+        ref = check_ref(ref)
+        check_range("before", before)
+        check_range("after", after)
+        with self.open(project) as mem:
+            target = self._get(mem, ref)
+            events = [self.clean(e) for e in mem.store.neighbours(target, before, after)]
+        lines = [f"Session {target.session_id}: {len(events)} event(s) around [{target.cite}], oldest first:"]
+        lines.extend(event_line(e, 200, "→" if e.id == target.id else " ") for e in events)
+        lines.append("Next: mem-details refs=[<citations>] for the full text of any of these.")
+        rows = [{**_brief(e), "current": e.id == target.id} for e in events]
+        return self.reply(lines, {"session_id": target.session_id, "target": target.cite, "events": rows})
+
+    # ---- layer 3: details ----------------------------------------------------------------------
+
+    def details(self, refs: Sequence[str], *, max_chars: int = 8000, project: str | None = None) -> Reply:
+        if isinstance(refs, str):
+            refs = [refs]
+        if not refs:
+            raise ToolInputError("refs is empty: give one or more citations (mem:abc123) or event ids")
+        if len(refs) > MAX_REFS:
+            raise ToolInputError(f"at most {MAX_REFS} refs per call (got {len(refs)}); fetch only what you need")
+        check_range("max_chars", max_chars)
+        wanted = list(dict.fromkeys(check_ref(r, "a ref") for r in refs))
+        found: list[Event] = []
+        missing: list[str] = []
+        with self.open(project) as mem:
+            for ref in wanted:
+                event = mem.store.get(ref)
+                if event is None:
+                    missing.append(ref)
+                elif event not in found:
+                    found.append(self.clean(event))
+            name = mem.project.name
+        if not found:
+            raise ToolInputError(f"unknown memor{'y' if len(missing) == 1 else 'ies'} {', '.join(missing)} "
+                                 f"in project {name}: use citations from mem-search (like mem:abc123)")  # fmt: skip
+        lines: list[str] = []
+        for event in found:
+            lines.append(f"## [{event.cite}] {kind(event.type)} · {event.ts} · session {event.session_id}")
+            meta = _meta_line(event.metadata)
+            if meta:
+                lines.append(meta)
+            lines.append(capped(event.content, max_chars))
+            lines.append("")
+        if missing:
+            lines.append(f"Not found: {', '.join(missing)}")
+        events = [{**_public(e), "content": capped(e.content, max_chars)} for e in found]
+        return self.reply(lines, {"events": events, "missing": missing})
+
+    # ---- stats, source, projects ---------------------------------------------------------------
+
+    def stats(self, project: str | None = None) -> Reply:
+        with self.open(project) as mem:
+            data = mem.stats()
+            where = self._where(mem)
+        data["search"] = self.search_mode()
+        p = data["privacy"]
+        by_type = ", ".join(f"{kind(k)} {v}" for k, v in data["by_type"].items()) or "none"
+        outbox = ", ".join(f"{k} {v}" for k, v in data["outbox"].items()) or "empty"
+        lines = [
+            f"memlane memory for {where}, project id {data['project_id']}",
+            f"events: {data['events']} in {data['sessions']} session(s); "
+            f"first {data['first_activity'] or '-'}, last {data['last_activity'] or '-'}",
+            f"by type: {by_type}",
+            f"privacy: {p['private_sections']} private section(s) removed, {p['secrets_redacted']} secret(s) "
+            f"redacted, in {p['events_filtered']} event(s)",
+            f"search: {data['search']}; embedding queue: {outbox}",
+            f"forgotten: {data['tombstones']} forget operation(s); store size {data['db_bytes']} bytes",
+        ]
+        return self.reply(lines, data)
+
+    def search_mode(self) -> str:
+        engine = self.engine
+        if engine is None or not engine.vectors:
+            return "full-text only (semantic search off for this server)"
+        if engine.model_error:
+            return f"full-text only (embedding model unavailable: {engine.model_error})"
+        return "hybrid (full-text + semantic)"
+
+    def source(self, citation: str, *, window: int = 3, max_chars: int = 8000, project: str | None = None) -> Reply:
+        ref = check_ref(citation, "citation")
+        check_range("window", window)
+        check_range("max_chars", max_chars)
+        with self.open(project) as mem:
+            event = self._get(mem, ref)
+            around = [self.clean(e) for e in mem.store.neighbours(event, window, window)]
+            session = mem.store.session(event.session_id) or {}
+            where = self._where(mem)
+        summary = filter_text(str(session.get("summary") or ""), self.cfg.privacy).text
+        lines = [f"[{event.cite}]: {kind(event.type)} from {event.ts}, session {event.session_id}, {where}."]
+        if session:
+            ended = f"ended {session['ended_at']}" if session.get("ended_at") else "no recorded end"
+            lines.append(
+                f"Session: started {session.get('started_at')}, {ended}, {session.get('prompt_count')} prompt(s)"
+                + (f"; summary: {one_line(summary, 400)}" if summary else "")
+            )
+        meta = _meta_line(event.metadata)
+        if meta:
+            lines.append(meta)
+        lines += ["Content:", capped(event.content, max_chars)]
+        others = [e for e in around if e.id != event.id]
+        if others:
+            lines.append(f"Around it in the session ({window} before/after, → is the source):")
+            lines.extend(event_line(e, 200, "→" if e.id == event.id else " ") for e in around)
+        data = {
+            "event": {**_public(event), "content": capped(event.content, max_chars)},
+            "session": {k: session.get(k) for k in ("id", "started_at", "ended_at", "prompt_count")}
+            | {"summary": summary},
+            "neighbours": [{**_brief(e), "current": e.id == event.id} for e in around],
+        }
+        return self.reply(lines, data)
+
+    def projects(self) -> Reply:
+        default = os.path.realpath(self.default_project or os.getcwd())
+        default_id = projects.identify(default).id
+        rows = []
+        for entry in projects.known_projects():
+            db = paths.db_path(str(entry["id"]))
+            if not db.exists():
+                continue
+            rows.append(
+                {
+                    "id": entry["id"],
+                    "name": entry.get("name"),
+                    "root": entry.get("root"),
+                    "events": _count(str(db)),
+                    "default": entry["id"] == default_id,
+                }
+            )
+        if not rows:
+            return self.reply(["memlane has no memory yet (install its hooks or import history)."], {"projects": []})
+        lines = [f"{len(rows)} project(s) with memory (pass one as project=<root>):"]
+        lines.extend(
+            f"- {r['root']} · {r['events']} event(s) · id {r['id']}" + (" · default" if r["default"] else "")
+            for r in rows
+        )
+        return self.reply(lines, {"projects": rows})
+
+    # ---- start-of-task pack --------------------------------------------------------------------
+
+    def context_pack(
+        self,
+        task: str | None = None,
+        *,
+        max_chars: int = 6000,
+        sessions: int = 3,
+        memories: int = 8,
+        project: str | None = None,
+    ) -> Reply:
+        check_range("max_chars", max_chars)
+        check_range("sessions", sessions)
+        check_range("memories", memories)
+        task = (task or "").strip()
+        with self.open(project) as mem:
+            recent = mem.store.sessions(limit=max(sessions, 10))
+            session_lines = [self._session_line(mem, s) for s in recent[:sessions]]
+            threads = self._open_threads(mem, recent)
+            errors = self._recent_errors(mem)
+            hits = self._search(mem, task, memories) if task and memories else []
+            where = self._where(mem)
+        memory_rows = [index_row(h) for h in hits]
+        sections = [
+            Section("## Recent sessions (newest first)", session_lines, 2),
+            Section("## Open threads (last prompt of sessions with no recorded end)", threads, 1),
+            Section("## Recent failed tool runs", errors, 3),
+            Section(f'## Memories relevant to "{one_line(task, 80)}"', [hit_line(r) for r in memory_rows], 0),
+        ]
+        header = f"memlane context pack for {where}. Expand any [mem:…] with mem-details or mem-timeline."
+        text, counts = fit_sections(header, sections, max_chars)
+        if not any(counts.values()):
+            text = header + "\nNothing stored for this project yet."
+        data = {
+            "project": where,
+            "task": task,
+            "sessions": recent[:sessions],
+            "open_threads": threads,
+            "recent_errors": errors,
+            "memories": memory_rows,
+            "included": counts,
+        }
+        return self.reply(text.split("\n"), data, max_chars)
+
+    def _session_line(self, mem: Memory, s: dict[str, Any]) -> str:
+        summary = one_line(filter_text(str(s.get("summary") or ""), self.cfg.privacy).text, 300)
+        if not summary:
+            first = mem.store.history(session=s["id"], types=["user_prompt"], limit=1, oldest_first=True)
+            summary = "first prompt: " + one_line(self.clean(first[0]).content, 200) if first else "no prompts"
+        status = "ended" if s.get("ended_at") else "open"
+        return (
+            f"- {day(str(s.get('started_at') or ''))} → {day(str(s.get('last_activity') or ''))} "
+            f"({s.get('prompt_count') or 0} prompt(s), {status}) session {str(s['id'])[:8]}: {summary}"
+        )
+
+    def _open_threads(self, mem: Memory, recent: list[dict[str, Any]]) -> list[str]:
+        lines = []
+        for s in recent:
+            if s.get("ended_at"):
+                continue
+            last = mem.store.history(session=s["id"], types=["user_prompt"], limit=1)
+            if last:
+                lines.append(event_line(self.clean(last[0]), 240))
+        return lines
+
+    def _recent_errors(self, mem: Memory, limit: int = 5) -> list[str]:
+        lines = []
+        for event in mem.store.history(types=["tool_observation"], limit=300):
+            if event.metadata.get("success") is False:
+                event = self.clean(event)
+                tool = event.metadata.get("tool_name") or "tool"
+                error = str(event.metadata.get("error") or event.content)
+                lines.append(f"- [{event.cite}] {day(event.ts)} {tool}: {one_line(error, 200)}")
+                if len(lines) >= limit:
+                    break
+        return lines
+
+
+def _brief(event: Event) -> dict[str, Any]:
+    return {"citation": event.cite, "type": event.type, "ts": event.ts, "summary": one_line(event.content, 200)}
+
+
+def _public(event: Event) -> dict[str, Any]:
+    data = event.as_dict()
+    data.pop("canonical_key", None)
+    return data
+
+
+_META_SKIP = {"privacy", "transcript_path", "cwd"}
+
+
+def _meta_line(meta: dict[str, Any]) -> str:
+    shown = {k: v for k, v in meta.items() if k not in _META_SKIP and v not in (None, "", [], {})}
+    return "metadata: " + json.dumps(shown, ensure_ascii=False, default=str)[:1000] if shown else ""
+
+
+def _count(db: str) -> int | None:
+    try:
+        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
+            return int(conn.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+    except sqlite3.Error:
+        return None
