@@ -7,6 +7,11 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from memlane.cli import render
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from memlane.memory import Memory
+    from memlane.vectors.worker import ProcessReport
+
 
 def _embedder(mem: object) -> object:
     from memlane.embed import EmbeddingError, get_embedder
@@ -17,36 +22,43 @@ def _embedder(mem: object) -> object:
         raise click.ClickException(str(exc)) from exc
 
 
+def embed_pending(mem: Memory, limit: int | None = None, quiet: bool = False) -> ProcessReport:
+    """Drain the project's outbox into the vector index, with a progress bar unless ``quiet``."""
+    from memlane.vectors import process_outbox
+    from memlane.vectors.worker import pending_count
+
+    embedder = _embedder(mem)
+    total = pending_count(mem) if limit is None else min(limit, pending_count(mem))
+    if quiet or not total:
+        return process_outbox(mem, embedder, limit=limit)
+    columns = (TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=render.err_console) as bar:
+        task = bar.add_task("embed", total=total)
+        return process_outbox(
+            mem, embedder, limit=limit, progress=lambda done, _total: bar.update(task, completed=done)
+        )
+
+
+def describe_embedding(r: ProcessReport) -> str:
+    return f"embedded {r.processed} event(s) ({r.chunks} chunk(s)); {r.remaining} waiting, {r.failed} failed" + (
+        f"; last error: {r.errors[-1]}" if r.errors else ""
+    )
+
+
 @click.command()
 @click.option("--limit", type=click.IntRange(1), help="Embed at most this many events.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def process(ctx: click.Context, limit: int | None, as_json: bool) -> None:
     """Embed the outbox into the vector index now (the daemon does this in the background)."""
-    from memlane.vectors import process_outbox
-    from memlane.vectors.worker import pending_count
-
     with ctx.obj.memory() as mem:
-        embedder = _embedder(mem)
-        total = pending_count(mem) if limit is None else min(limit, pending_count(mem))
-        if as_json or not total:
-            report = process_outbox(mem, embedder, limit=limit)
-        else:
-            columns = (TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-            with Progress(*columns, console=render.err_console) as bar:
-                task = bar.add_task("embed", total=total)
-                report = process_outbox(
-                    mem, embedder, limit=limit, progress=lambda done, _total: bar.update(task, completed=done)
-                )
+        report = embed_pending(mem, limit, quiet=as_json)
     if as_json:
         render.emit_json(report.__dict__)
         return
     if report.busy:
         raise click.ClickException("another worker (probably the daemon) is embedding this project right now")
-    click.echo(
-        f"embedded {report.processed} event(s) ({report.chunks} chunk(s)); {report.remaining} waiting, "
-        f"{report.failed} failed" + (f"; last error: {report.errors[-1]}" if report.errors else "")
-    )
+    click.echo(describe_embedding(report))
 
 
 @click.group("vectors")

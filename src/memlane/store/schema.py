@@ -138,11 +138,31 @@ def _m4_type_seq_index(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX events_type_seq ON events(type, seq)")
 
 
+def _m5_imports(db: sqlite3.Connection) -> None:
+    """The importer's ledger: which history files were read, so an unchanged file is not parsed again."""
+    _script(
+        db,
+        """
+        CREATE TABLE imports (
+            source      TEXT NOT NULL,
+            path        TEXT NOT NULL,
+            session_id  TEXT,
+            size        INTEGER NOT NULL,
+            mtime_ns    INTEGER NOT NULL,
+            events      INTEGER NOT NULL DEFAULT 0,
+            imported_at TEXT NOT NULL,
+            PRIMARY KEY (source, path)
+        );
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", _m1_initial),
     (2, "citations", _m2_citations),
     (3, "vocab", _m3_vocab),
     (4, "type_seq_index", _m4_type_seq_index),
+    (5, "imports", _m5_imports),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -1,0 +1,350 @@
+"""Finding history files for a project, and importing them into its store — once.
+
+Every file is confirmed by the working directory it records; a file recorded elsewhere is reported
+and left alone (with ``every=True`` it goes to the project it belongs to). Events keep their original
+timestamps and session ids and get the same dedupe keys the hooks would give them, so re-importing
+adds nothing and importing a session the hooks already captured adds only what the hooks never see.
+A ledger of (file, size, mtime) lets an unchanged file be skipped without parsing it.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from memlane import config, project
+from memlane.importers import claude, codex
+from memlane.importers.common import ParsedSession
+from memlane.memory import Memory
+from memlane.store import keys
+from memlane.store.db import NewEvent
+
+SOURCES = {"claude": claude, "codex": codex}
+
+
+class ImportError_(ValueError):
+    """A user-facing import problem (bad --session file, unknown source); one line."""
+
+
+class Options:
+    def __init__(
+        self,
+        sources: Iterable[str] = ("claude",),
+        session_files: Iterable[str] = (),
+        every: bool = False,
+        sidechains: bool = False,
+        force: bool = False,
+        dry_run: bool = False,
+        limit: int | None = None,
+        since: str | None = None,
+    ) -> None:
+        self.sources = [s for s in sources]
+        unknown = [s for s in self.sources if s not in SOURCES]
+        if unknown:
+            raise ImportError_(f"unknown source {unknown[0]!r} (choose from {', '.join(SOURCES)})")
+        self.session_files = [os.path.abspath(p) for p in session_files]
+        self.every = every
+        self.sidechains = sidechains
+        self.force = force
+        self.dry_run = dry_run
+        self.limit = limit
+        self.since = since
+
+
+class Candidate:
+    """A history file, its recorded cwd, and the project that cwd belongs to (None if unconfirmed)."""
+
+    def __init__(self, source: str, path: str, cwd: str | None, target: project.Project | None) -> None:
+        self.source = source
+        self.path = path
+        self.cwd = cwd
+        self.target = target
+        try:
+            st = os.stat(path)
+            self.size, self.mtime_ns = st.st_size, st.st_mtime_ns
+        except OSError:
+            self.size, self.mtime_ns = -1, 0
+
+
+class FileResult:
+    def __init__(self, candidate: Candidate, status: str, **fields: Any) -> None:
+        self.source = candidate.source
+        self.path = candidate.path
+        self.cwd = candidate.cwd
+        self.project = candidate.target.id if candidate.target else None
+        self.status = status  # imported | unchanged | dry-run | other-project | unconfirmed | old | error
+        self.session_id: str | None = fields.get("session_id")
+        self.first_ts: str | None = fields.get("first_ts")
+        self.last_ts: str | None = fields.get("last_ts")
+        self.new = int(fields.get("new", 0))
+        self.present = int(fields.get("present", 0))
+        self.bad_lines = int(fields.get("bad_lines", 0))
+        self.bad_line_numbers: list[int] = list(fields.get("bad_line_numbers", []))
+        self.skipped: dict[str, int] = dict(fields.get("skipped", {}))
+        self.types: dict[str, int] = dict(fields.get("types", {}))
+        self.unpaired_tools = int(fields.get("unpaired_tools", 0))
+        self.message = str(fields.get("message", ""))
+
+    def as_dict(self) -> dict[str, Any]:
+        return dict(self.__dict__)
+
+
+class Report:
+    def __init__(self) -> None:
+        self.files: list[FileResult] = []
+        self.projects: set[str] = set()
+
+    def add(self, result: FileResult) -> None:
+        self.files.append(result)
+        if result.project and result.status in ("imported", "dry-run", "unchanged"):
+            self.projects.add(result.project)
+
+    def total(self, field: str) -> int:
+        return sum(int(getattr(f, field)) for f in self.files)
+
+    def by_status(self) -> dict[str, int]:
+        return dict(Counter(f.status for f in self.files))
+
+    def skipped(self) -> dict[str, int]:
+        total: Counter[str] = Counter()
+        for f in self.files:
+            total.update(f.skipped)
+        return dict(total.most_common())
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "files": self.by_status(),
+            "new_events": self.total("new"),
+            "already_present": self.total("present"),
+            "bad_lines": self.total("bad_lines"),
+            "unpaired_tool_calls": self.total("unpaired_tools"),
+            "skipped": self.skipped(),
+            "projects": sorted(self.projects),
+            "details": [f.as_dict() for f in self.files],
+        }
+
+
+# ---- discovery -----------------------------------------------------------------------------------
+
+
+def project_paths(proj: project.Project) -> list[str]:
+    """The project root and its git worktrees: sessions in any of them are this project's."""
+    roots = [proj.root_str]
+    worktrees = os.path.join(proj.root_str, ".git", "worktrees")
+    try:
+        names = os.listdir(worktrees)
+    except OSError:
+        return roots
+    for name in names:
+        try:
+            with open(os.path.join(worktrees, name, "gitdir"), encoding="utf-8") as fh:
+                roots.append(os.path.dirname(fh.read().strip()))
+        except OSError:
+            continue
+    return roots
+
+
+def owner(cwd: str | None, proj: project.Project, roots: list[str]) -> project.Project | None:
+    """The project ``cwd`` belongs to; for a folder that no longer exists, judged by its path."""
+    if not cwd:
+        return None
+    if os.path.isdir(cwd):
+        return project.identify(cwd)
+    for root in roots:
+        if cwd == root or cwd.startswith(root.rstrip(os.sep) + os.sep):
+            return proj
+    return project.identify(cwd)
+
+
+def discover(proj: project.Project, options: Options) -> list[Candidate]:
+    """History files for ``proj`` (or for every project with ``options.every``), newest first."""
+    roots = project_paths(proj)
+    found: list[Candidate] = []
+    for source in options.sources:
+        module = SOURCES[source]
+        if options.session_files:
+            paths = [p for p in options.session_files if _source_of(p) == source]
+        elif source == "claude":
+            paths = list(claude.candidate_files(roots, every=options.every))
+        else:
+            paths = list(codex.candidate_files())
+        for path in paths:
+            cwd = module.session_cwd(path)
+            found.append(Candidate(source, path, cwd, owner(cwd, proj, roots)))
+    found.sort(key=lambda c: c.mtime_ns, reverse=True)
+    return found
+
+
+def _source_of(path: str) -> str:
+    """Which importer reads a file given with --session: Codex rollouts start with session_meta."""
+    base = os.path.basename(path)
+    if base.startswith("rollout-") or codex.codex_dir() in os.path.abspath(path):
+        return "codex"
+    return "claude"
+
+
+# ---- import --------------------------------------------------------------------------------------
+
+
+class Importer:
+    """Imports candidates into their projects' stores, one Memory per project."""
+
+    def __init__(self, proj: project.Project, options: Options, cfg: config.Config | None = None) -> None:
+        self.proj = proj
+        self.options = options
+        self.cfg = cfg or config.load()
+        self.memories: dict[str, Memory] = {}
+
+    def close(self) -> None:
+        for mem in self.memories.values():
+            mem.close()
+        self.memories.clear()
+
+    def __enter__(self) -> Importer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def memory(self, target: project.Project) -> Memory:
+        if target.id not in self.memories:
+            self.memories[target.id] = Memory.open(target.root_str, cfg=self.cfg)
+        return self.memories[target.id]
+
+    def select(self, candidates: list[Candidate], report: Report) -> list[Candidate]:
+        """Drop files of other projects (reported), unconfirmed ones, old ones; apply --limit."""
+        chosen: list[Candidate] = []
+        for c in candidates:
+            if c.target is None:
+                report.add(FileResult(c, "unconfirmed", message="no cwd recorded in the file; not imported"))
+            elif c.target.id != self.proj.id and not self.options.every:
+                status = "other-project"
+                message = f"recorded in {c.cwd} (project {c.target.id})"
+                if self.options.session_files:
+                    raise ImportError_(
+                        f"{c.path} was recorded in {c.cwd}, not in this project ({self.proj.root_str}); "
+                        f"run `memlane -C {c.cwd} import --session {c.path}`"
+                    )
+                report.add(FileResult(c, status, message=message))
+            elif self.options.since and c.mtime_ns and _iso_of_ns(c.mtime_ns) < self.options.since:
+                report.add(FileResult(c, "old", message="last written before --since"))
+            else:
+                chosen.append(c)
+        if self.options.limit is not None:
+            for c in chosen[self.options.limit :]:
+                report.add(FileResult(c, "over-limit", message="beyond --limit"))
+            chosen = chosen[: self.options.limit]
+        return chosen
+
+    def run(self, candidates: list[Candidate], progress: Callable[[Candidate], None] | None = None) -> Report:
+        report = Report()
+        for c in self.select(candidates, report):
+            try:
+                report.add(self.one(c))
+            except (OSError, ValueError) as exc:
+                report.add(FileResult(c, "error", message=f"{type(exc).__name__}: {exc}"))
+            if progress:
+                progress(c)
+        return report
+
+    def one(self, c: Candidate) -> FileResult:
+        assert c.target is not None
+        mem = self.memory(c.target)
+        db = mem.store.db
+        if not self.options.force and not self.options.dry_run:
+            row = db.execute("SELECT size, mtime_ns FROM imports WHERE source = ? AND path = ?", (c.source, c.path))
+            if tuple(row.fetchone() or ()) == (c.size, c.mtime_ns):
+                return FileResult(c, "unchanged")
+        parsed = SOURCES[c.source].parse(c.path, self.cfg, sidechains=self.options.sidechains)
+        events = [e for e in parsed.events if not self.options.since or (e.ts or "") >= self.options.since]
+        events.sort(key=lambda e: e.ts or "")  # answers are built at the end of their turn: restore time order
+        fields: dict[str, Any] = {
+            "session_id": parsed.session_id,
+            "first_ts": parsed.first_ts,
+            "last_ts": parsed.last_ts,
+            "bad_lines": parsed.bad_count,
+            "bad_line_numbers": parsed.bad_lines,
+            "skipped": parsed.skipped,
+            "types": parsed.counts(),
+            "unpaired_tools": parsed.unpaired_tools,
+        }
+        if self.options.dry_run:
+            new = sum(1 for e in events if not _exists(db, e))
+            return FileResult(c, "dry-run", new=new, present=len(events) - new, **fields)
+        if self.options.force:
+            self.unimport(mem, parsed)
+        live = _live_captured(db, str(parsed.session_id))
+        if events and not live:
+            events.insert(0, _start_marker(parsed))
+        result = mem.store.append(events)
+        if result.inserted and not live:
+            self.resummarize(mem, parsed)
+        with mem.store.write() as tx:
+            tx.execute(
+                "INSERT OR REPLACE INTO imports (source, path, session_id, size, mtime_ns, events, imported_at)"
+                " VALUES (?,?,?,?,?,?,?)",
+                (c.source, c.path, parsed.session_id, c.size, c.mtime_ns, len(result.inserted), keys.now_iso()),
+            )
+        return FileResult(c, "imported", new=len(result.inserted), present=result.duplicates, **fields)
+
+    def unimport(self, mem: Memory, parsed: ParsedSession) -> None:
+        """--force: remove what earlier imports of this session stored, so it is re-imported cleanly."""
+        ids = [
+            r[0]
+            for r in mem.store.db.execute(
+                "SELECT id FROM events WHERE session_id = ? AND json_extract(metadata, '$.imported') = ?",
+                (parsed.session_id, parsed.source),
+            )
+        ]
+        if ids:
+            mem.forget(ids=ids)
+
+    def resummarize(self, mem: Memory, parsed: ParsedSession) -> None:
+        """One extractive summary per imported session, replaced when the file grew."""
+        from memlane.capture.summary import summarize
+
+        sid = str(parsed.session_id)
+        old = [
+            r[0]
+            for r in mem.store.db.execute(
+                "SELECT id FROM events WHERE session_id = ? AND type = 'session_summary'"
+                " AND json_extract(metadata, '$.imported') IS NOT NULL",
+                (sid,),
+            )
+        ]
+        history = mem.store.history(session=sid, limit=5000, oldest_first=True)
+        text = summarize([e for e in history if e.type != "session_summary"])
+        if not text:
+            return
+        if old:
+            mem.store.forget([(i, "session_summary") for i in old], "import-summary", sid)
+        meta = {"cwd": parsed.cwd, "source": "extractive", "imported": parsed.source}
+        mem.store.append([NewEvent("session_summary", sid, text, "import-summary", meta, ts=parsed.last_ts)])
+
+
+def _exists(db: Any, event: NewEvent) -> bool:
+    return db.execute("SELECT 1 FROM events WHERE dedupe_key = ?", (event.key(),)).fetchone() is not None
+
+
+def _live_captured(db: Any, session_id: str) -> bool:
+    """The hooks recorded this session (so they own its start/end markers and summary)."""
+    row = db.execute(
+        "SELECT 1 FROM events WHERE session_id = ? AND type = 'session_start'"
+        " AND json_extract(metadata, '$.imported') IS NULL LIMIT 1",
+        (session_id,),
+    ).fetchone()
+    return row is not None
+
+
+def _start_marker(parsed: ParsedSession) -> NewEvent:
+    content = f"Session started (imported from {parsed.source}) in {parsed.cwd or '?'}"
+    meta = {"cwd": parsed.cwd, "transcript_path": parsed.path, "source": "import", "imported": parsed.source}
+    return NewEvent("session_start", str(parsed.session_id), content, "import-start", meta, ts=parsed.first_ts)
+
+
+def _iso_of_ns(ns: int) -> str:
+    from memlane.importers.common import norm_ts
+
+    return norm_ts(ns / 1e9) or ""
