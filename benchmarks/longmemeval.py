@@ -1,6 +1,6 @@
 """LongMemEval retrieval through memlane's own store and retrieval code, one isolated store per question.
 
-    python benchmarks/longmemeval.py [--data PATH] [--limit N] [--mode text|hybrid]
+    python benchmarks/longmemeval.py [--data PATH] [--limit N] [--stride K] [--mode text|hybrid]
 
 Every haystack turn becomes an event (user → user_prompt, assistant → agent_response) in a fresh
 SQLite store (and, in hybrid mode, a fresh LanceDB index filled by memlane's embedder); the question
@@ -98,6 +98,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions (CI-sized runs)")
+    ap.add_argument("--stride", type=int, default=1, help="every K-th question: a sample across all question types")
     ap.add_argument("--mode", choices=["text", "hybrid"], default="hybrid")
     args = ap.parse_args()
     if not args.data.exists():
@@ -106,6 +107,7 @@ def main() -> None:
     from memlane.retrieval.hybrid import Retriever
 
     questions = [q for q in load(args.data) if not q["question_id"].endswith("_abs")]
+    questions = questions[:: max(1, args.stride)]
     if args.limit:
         questions = questions[: args.limit]
     embedder = None

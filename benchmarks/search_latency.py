@@ -37,6 +37,7 @@ def build(size: int, base: Path, embedder: object) -> tuple[object, object]:
     dim = embedder.dim  # type: ignore[attr-defined]
     index = VectorIndex(f"bench{size}", embedder.version, dim, cfg.vectors)  # type: ignore[attr-defined]
     if store.count() >= size:
+        index.ensure_index()  # a store from an older run may carry another index type
         return store, index
     rng = random.Random(size)
     nprng = np.random.default_rng(size)

@@ -142,7 +142,7 @@ class VectorsConfig(Section):
     batch_size: int = _f(64, "Outbox jobs claimed per batch.")
     max_attempts: int = _f(5, "Attempts before an outbox job is marked failed.")
     stuck_after_s: int = _f(600, "A job left 'processing' this long is recovered as pending.")
-    index_min_rows: int = _f(100_000, "Build an ANN index once a vector table holds this many rows.")
+    index_min_rows: int = _f(20_000, "Build an ANN index once a vector table holds this many rows.")
 
 
 class RetrievalConfig(Section):
@@ -186,6 +186,41 @@ class WorkflowConfig(Section):
     default_progress: str = _f("{}", "JSON merged into a new progress.json.")
 
 
+class ContextConfig(Section):
+    enabled: bool = _f(True, "Add persistent and volatile context blocks to injections and packs (docs/context.md).")
+    persistent_chars: int = _f(
+        1500, "Budget of the persistent block: project rules, workflow progress, preferences (characters)."
+    )
+    volatile_chars: int = _f(
+        600, "Budget of the volatile block: working directory, branch, current file, selection, files touched."
+    )
+    body_chars: int = _f(0, "Budget of the body (retrieved memories); 0 = whatever the task's total leaves.")
+    max_total_chars: int = _f(
+        9500, "Cap on a hook injection (never above Claude Code's 10,000) and the default total of other tasks."
+    )
+    max_value_chars: int = _f(1200, "One value longer than this is shortened with a visible marker.")
+    rule_files: list[str] = _f(
+        [
+            "AGENTS.md",
+            ".cursor/rules",
+            ".cursorrules",
+            ".github/copilot-instructions.md",
+            "CLAUDE.md",
+            ".claude/CLAUDE.md",
+            "CLAUDE.local.md",
+        ],
+        "Project rule files (or folders of them) loaded into the persistent block, highest priority first.",
+    )
+    agent_loaded_files: list[str] = _f(
+        ["CLAUDE.md", ".claude/CLAUDE.md", "CLAUDE.local.md"],
+        "Rule files Claude Code reads by itself: left out of hook injections (kept in context packs).",
+    )
+    workflow_file: str = _f(
+        ".claude/docs/memory/memory.md", "Workflow progress file (relative to the project root), kept as persistent."
+    )
+    files_touched: int = _f(8, "Files touched this session listed in the volatile block.")
+
+
 class Config:
     """All settings; ``cfg.<section>.<key>``."""
 
@@ -200,6 +235,7 @@ class Config:
     daemon: DaemonConfig
     regions: RegionsConfig
     workflow: WorkflowConfig
+    context: ContextConfig
 
     def __init__(self) -> None:
         for name, cls in SECTIONS.items():
@@ -224,6 +260,7 @@ SECTIONS: dict[str, type[Section]] = {
     "daemon": DaemonConfig,
     "regions": RegionsConfig,
     "workflow": WorkflowConfig,
+    "context": ContextConfig,
 }
 
 

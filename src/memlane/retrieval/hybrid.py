@@ -3,6 +3,9 @@
 The vector side is optional: without an embedder or index (or before anything is embedded) results
 come from the text side alone, on the same score scale. The embedder and LanceDB index are imported
 lazily, so text-only callers (hooks' fallback, tests) never pay for numpy or torch.
+
+The query is embedded on a worker thread while SQLite runs the full-text query: both release the
+GIL, so a search costs about max(embed, FTS) + vector search + fusion rather than their sum.
 """
 
 from __future__ import annotations
@@ -13,6 +16,17 @@ from typing import Any
 
 from memlane.retrieval import scoring
 from memlane.store.db import Event, Store, parse_query
+
+_pool: list[Any] = []
+
+
+def _executor() -> Any:
+    if not _pool:
+        from concurrent.futures import ThreadPoolExecutor
+
+        _pool.append(ThreadPoolExecutor(max_workers=2, thread_name_prefix="memlane-embed"))
+    return _pool[0]
+
 
 _TOKEN = re.compile(r"[^\W_]+")
 
@@ -98,16 +112,17 @@ class Retriever:
     ) -> list[Hit]:
         rcfg = self.cfg.retrieval
         filters: dict[str, Any] = {"session": session, "types": types, "since": since, "until": until}
+        pending = self._embed_async(query, query_vector)
         text_hits = self.store.fts(query, limit=rcfg.candidates, exclude_ids=exclude_ids, **filters)
         relative = {e.id: s for e, s in text_hits}
         events = {e.id: e for e, _ in text_hits}
-        similarity = self._vector_candidates(query, query_vector, exclude_ids, filters)
+        terms, grams = query_terms(query)
+        total, df = doc_freqs(self.store, {t for term in terms for t in term})  # still overlapping the embedding
+        similarity = self._vector_candidates(pending, exclude_ids, filters)
         missing = [i for i in similarity if i not in events]
         for event in self.store.by_ids(missing):
             if _passes(event, filters):
                 events[event.id] = event
-        terms, grams = query_terms(query)
-        total, df = doc_freqs(self.store, {t for term in terms for t in term})
         weights = [sum(scoring.idf(total, df.get(t, 0)) for t in term) / len(term) for term in terms]
         hits = []
         for event_id, event in events.items():
@@ -128,15 +143,19 @@ class Retriever:
             hit.confidence = label
         return hits
 
-    def _vector_candidates(
-        self, query: str, query_vector: Any, exclude_ids: Sequence[str], filters: dict[str, Any]
-    ) -> dict[str, float]:
+    def _embed_async(self, query: str, query_vector: Any) -> Any:
+        """The query vector, or a future of it, or None when there is no vector side."""
         if self.index is None or (self.embedder is None and query_vector is None):
+            return None
+        if query_vector is not None:
+            return query_vector
+        return _executor().submit(self.embedder.embed_query, query)
+
+    def _vector_candidates(self, pending: Any, exclude_ids: Sequence[str], filters: dict[str, Any]) -> dict[str, float]:
+        if pending is None:
             return {}
         try:
-            if self.index.count() == 0:
-                return {}
-            vector = query_vector if query_vector is not None else self.embedder.embed_query(query)
+            vector = pending.result() if hasattr(pending, "result") else pending
             pairs = self.index.search(vector, self.cfg.retrieval.candidates + len(exclude_ids), where=_where(filters))
         except Exception as exc:  # noqa: BLE001 - a broken vector index degrades to text search
             from memlane.logs import log
