@@ -24,7 +24,15 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from hook_latency import sentence
+import random
+
+from hook_latency import sentence as _sentence
+
+_rng = random.Random(3)
+
+
+def sentence(n: int) -> str:
+    return _sentence(_rng, n)
 
 
 def write_history(claude_dir: Path, root: Path, turns: int, sessions: int) -> int:
