@@ -15,10 +15,6 @@ from memlane.cli.params import WHEN
 from memlane.importers import Importer, ImportError_, Options, Report, discover
 
 
-def _source_choice(value: str) -> list[str]:
-    return ["claude", "codex"] if value == "all" else [value]
-
-
 def scope_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Options shared by import and validate: where to look and what to read."""
     for option in reversed(
@@ -66,9 +62,16 @@ def _project(ctx: click.Context, project_path: str | None) -> project.Project:
     return project.identify(obj.cwd or os.getcwd())
 
 
-def _run(ctx: click.Context, options: Options, project_path: str | None, quiet: bool) -> tuple[Report, Importer]:
-    proj = _project(ctx, project_path)
+def _run(ctx: click.Context, scope: dict[str, Any], dry_run: bool, force: bool) -> tuple[Report, Importer]:
+    """Discover and import (or, with ``dry_run``, only count) within the scope options."""
+    proj = _project(ctx, scope["project_path"])
+    quiet = scope["as_json"]
     try:
+        sources = ["claude", "codex"] if scope["source"] == "all" else [scope["source"]]
+        options = Options(
+            sources, scope["session_files"], scope["every"], scope["sidechains"], force, dry_run,
+            scope["limit"], scope["since"],
+        )  # fmt: skip
         candidates = discover(proj, options)
         importer = Importer(proj, options)
         if quiet or not candidates:
@@ -89,20 +92,7 @@ def _run(ctx: click.Context, options: Options, project_path: str | None, quiet: 
 @click.option("--force", is_flag=True, help="Re-import: drop what earlier imports of these sessions stored first.")
 @click.option("--no-embed", is_flag=True, help="Do not embed the imported events now (the daemon will later).")
 @click.pass_context
-def import_group(
-    ctx: click.Context,
-    source: str,
-    project_path: str | None,
-    session_files: tuple[str, ...],
-    every: bool,
-    sidechains: bool,
-    since: str | None,
-    limit: int | None,
-    as_json: bool,
-    dry_run: bool,
-    force: bool,
-    no_embed: bool,
-) -> None:
+def import_group(ctx: click.Context, dry_run: bool, force: bool, no_embed: bool, **scope: Any) -> None:
     """Import earlier Claude Code and Codex sessions into memory (safe to re-run: nothing is stored twice).
 
     \b
@@ -114,8 +104,8 @@ def import_group(
     """
     if ctx.invoked_subcommand is not None:
         return
-    options = Options(_source_choice(source), session_files, every, sidechains, force, dry_run, limit, since)
-    report, importer = _run(ctx, options, project_path, as_json)
+    as_json = scope["as_json"]
+    report, importer = _run(ctx, scope, dry_run=dry_run, force=force)
     with importer:
         embedded = {} if dry_run or no_embed else _embed(importer, report, quiet=as_json)
     if as_json:
@@ -171,20 +161,10 @@ def _print_summary(report: Report, dry_run: bool) -> None:
 @import_group.command("validate")
 @scope_options
 @click.pass_context
-def validate(
-    ctx: click.Context,
-    source: str,
-    project_path: str | None,
-    session_files: tuple[str, ...],
-    every: bool,
-    sidechains: bool,
-    since: str | None,
-    limit: int | None,
-    as_json: bool,
-) -> None:
+def validate(ctx: click.Context, **scope: Any) -> None:
     """Read-only report: which history files are there, whose they are, what they hold, what is new."""
-    options = Options(_source_choice(source), session_files, every, sidechains, False, True, limit, since)
-    report, importer = _run(ctx, options, project_path, as_json)
+    as_json = scope["as_json"]
+    report, importer = _run(ctx, scope, dry_run=True, force=False)
     importer.close()
     if as_json:
         render.emit_json(report.as_dict())
