@@ -26,10 +26,9 @@ from hook_latency import WORDS, sentence
 
 
 def build(size: int, base: Path, embedder: object) -> tuple[object, object]:
-    from memlane.vectors import VectorIndex
-
     from memlane import config
     from memlane.store import NewEvent, Store
+    from memlane.vectors import VectorIndex
 
     os.environ["MEMLANE_HOME"] = str(base / "home")
     cfg = config.Config()
@@ -74,9 +73,8 @@ def main() -> None:
     ap.add_argument("--queries", type=int, default=50)
     ap.add_argument("--dir", help="keep the generated stores here (reused on the next run)")
     args = ap.parse_args()
-    from memlane.embed import get_embedder
-
     from memlane import config
+    from memlane.embed import get_embedder
     from memlane.retrieval.hybrid import Retriever
 
     cfg = config.Config()

@@ -24,6 +24,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from memlane.context.service import PromptContext
+
 EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd", "PreCompact")
 INJECTING = ("SessionStart", "UserPromptSubmit")
 SPOOL_BATCH = 20
@@ -144,13 +146,32 @@ def prompt_context(
 
     answer = client.call(
         "/api/inject",
-        {"cwd": proj.root_str, "prompt": prompt, "exclude_ids": exclude_ids, "session_id": payload.get("session_id")},
+        {
+            "cwd": proj.root_str,
+            "prompt": prompt,
+            "exclude_ids": exclude_ids,
+            "session_id": payload.get("session_id"),
+            "working_directory": payload.get("cwd"),
+        },
         cfg.daemon.hook_deadline_ms,
     )
     if answer is not None and isinstance(answer.get("context"), str):
         return str(answer["context"])
     log("hooks", "debug", "daemon did not answer in time; full-text fallback")
-    return inject.prompt_context(store, prompt, cfg, exclude_ids)
+    return inject.prompt_context(store, prompt, cfg, exclude_ids, _context(proj, payload, cfg, store))
+
+
+def _context(proj: project.Project, payload: dict[str, Any], cfg: config.Config, store: Store) -> PromptContext | None:
+    """Persistent + volatile context for an in-process injection; None (body only) if it cannot be built."""
+    if not cfg.context.enabled:
+        return None
+    try:
+        from memlane.context.gather import for_hook
+
+        return for_hook(proj, payload, cfg, store)
+    except Exception as exc:  # noqa: BLE001 - context is an extra: the memories still go out
+        log("hooks", "warning", f"context unavailable: {exc!r}")
+        return None
 
 
 def _autostart(cfg: config.Config) -> None:
@@ -200,7 +221,9 @@ def handle(event: str, raw: bytes) -> str:
             context = prompt_context(store, proj, payload, cfg, ids)
         else:
             _autostart(cfg)
-            context = inject.session_start_context(store, payload["session_id"], cfg, [note] if note else [])
+            context = inject.session_start_context(
+                store, payload["session_id"], cfg, [note] if note else [], _context(proj, payload, cfg, store)
+            )
         return _output(event, context) if context else ""
     finally:
         store.close()

@@ -1,8 +1,10 @@
 """What the hooks give back to Claude: the session-start digest and per-prompt memories.
 
-Both stay inside ``injection.max_chars`` (Claude Code cuts additionalContext at 10,000 characters)
-by dropping whole lines, so a citation is never cut in half. When nothing is relevant, nothing is
-returned and nothing is injected.
+The memories are the body; ``memlane.context`` composes it with the persistent block (project rules,
+workflow progress) and the volatile block (working directory, branch, editor state, files touched) —
+see docs/context.md. Everything stays inside ``injection.max_chars`` (Claude Code cuts
+additionalContext at 10,000 characters) by dropping whole lines, so a citation is never cut in half.
+When nothing is relevant, nothing is returned and nothing is injected.
 """
 
 from __future__ import annotations
@@ -15,7 +17,11 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
 
+    from memlane.context.service import PromptContext
+
 HEADER = "memlane: relevant memory from earlier sessions in this project (expand with `memlane show mem:ID`)."
+START_HEADER = "memlane: where this project left off (expand with `memlane show mem:ID`)."
+CHANGED_HEADER = "memlane: the project's rules or workflow progress changed since this session started."
 
 
 def one_line(text: str, limit: int = 240) -> str:
@@ -65,11 +71,18 @@ def prompt_memories(store: Store, prompt: str, cfg: Config, exclude_ids: Sequenc
     return chosen
 
 
-def hits_context(hits: Sequence[Any], cfg: Config, current: str = "") -> str:
+def compose(task: str, cfg: Config, context: PromptContext | None, lines: Sequence[str], header: str) -> str:
+    """The body ``lines`` composed with ``context`` for ``task`` (docs/context.md); '' when nothing to say."""
+    from memlane.context.compose import PromptComposer
+
+    if task == "prompt_injection" and not lines:
+        header = CHANGED_HEADER  # only the persistent block can still have something new
+    return PromptComposer(cfg).compose(task, context, "\n".join(lines), header=header)
+
+
+def hits_context(hits: Sequence[Any], cfg: Config, current: str = "", context: PromptContext | None = None) -> str:
     """Injection text for scored hits; memories of another project (cross-project on) say so."""
-    if not hits:
-        return ""
-    lines = [HEADER]
+    lines = []
     for hit in hits:
         event = hit.event
         day = event.ts[:16].replace("T", " ")
@@ -78,18 +91,20 @@ def hits_context(hits: Sequence[Any], cfg: Config, current: str = "") -> str:
             f"- [{event.cite}] ({hit.confidence}, {hit.score:.2f}) {day}{origin} "
             f"{event.type.replace('_', ' ')}: {one_line(event.content, 240)}"
         )
-    return fit(lines, cfg.injection.max_chars)
+    return compose("prompt_injection", cfg, context, lines, HEADER)
 
 
-def prompt_context(store: Store, prompt: str, cfg: Config, exclude_ids: Sequence[str] = ()) -> str:
+def prompt_context(
+    store: Store, prompt: str, cfg: Config, exclude_ids: Sequence[str] = (), context: PromptContext | None = None
+) -> str:
     events = prompt_memories(store, prompt, cfg, exclude_ids)
-    if not events:
-        return ""
-    return fit([HEADER, *(event_line(e) for e in events)], cfg.injection.max_chars)
+    return compose("prompt_injection", cfg, context, [event_line(e) for e in events], HEADER)
 
 
-def session_start_context(store: Store, session_id: str, cfg: Config, extra: Sequence[str] = ()) -> str:
-    """The previous session's summary and recent prompts from other sessions."""
+def session_start_context(
+    store: Store, session_id: str, cfg: Config, extra: Sequence[str] = (), context: PromptContext | None = None
+) -> str:
+    """The previous session's summary and recent prompts from other sessions, with project context."""
     lines: list[str] = []
     previous = [s for s in store.sessions(limit=10) if s["id"] != session_id]
     summarised = next((s for s in previous if s.get("summary")), None)
@@ -107,7 +122,4 @@ def session_start_context(store: Store, session_id: str, cfg: Config, extra: Seq
         lines.append("Recent prompts:")
         lines.extend(event_line(e, 200) for e in recent)
     lines.extend(extra)
-    if not lines:
-        return ""
-    head = "memlane: where this project left off (expand with `memlane show mem:ID`)."
-    return fit([head, *lines], cfg.injection.max_chars)
+    return compose("session_start", cfg, context, lines, START_HEADER)

@@ -313,6 +313,7 @@ def _register_groups() -> None:
         ("memlane.cli.importer", "import_group"),
         ("memlane.cli.mcp_cmd", "mcp_group"),
         ("memlane.cli.plugin_cmd", "plugin_group"),
+        ("memlane.cli.context_cmd", "context_group"),
     ):
         try:
             mod = __import__(module, fromlist=[name])

@@ -27,7 +27,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memlane import __version__, config, project
-from memlane.daemon import state
+from memlane.daemon import context_routes, state
 from memlane.logs import log
 from memlane.memory import Memory, MemoryError_
 from memlane.retrieval.engine import Engine
@@ -132,7 +132,9 @@ class Daemon:
             raise MemoryError_("prompt must be a string")
         with self.memory(body) as mem:
             hits = self.engine.relevant(mem, prompt, list(body.get("exclude_ids") or []))
-            return {"context": hits_context(hits, mem.config, mem.project.id), "results": [h.event.cite for h in hits]}
+            context = context_routes.inject_context(self, mem, body)
+            text = hits_context(hits, mem.config, mem.project.id, context)
+            return {"context": text, "results": [h.event.cite for h in hits]}
 
     async def _json_route(self, request: Request, fn: Any) -> JSONResponse:
         self.touch()
@@ -169,6 +171,7 @@ class Daemon:
             Route("/api/search", self.search, methods=["POST"]),
             Route("/api/inject", self.inject, methods=["POST"]),
             Route("/api/shutdown", self.shutdown, methods=["POST"]),
+            *context_routes.routes(self),
         ]
         extra = getattr(self, "extra_routes", None)
         if extra:

@@ -440,9 +440,18 @@ class MemoryTools:
             Section(f'## Memories relevant to "{one_line(task, 80)}"', [hit_line(r) for r in memory_rows], 0),
         ]
         header = f"memlane context pack for {where}. Expand any [mem:…] with mem-details or mem-timeline."
-        text, counts = fit_sections(header, sections, max_chars)
-        if not any(counts.values()):
-            text = header + "\nNothing stored for this project yet."
+        counts: dict[str, int] = {}
+
+        def body(budget: int) -> str:
+            text, got = fit_sections("", sections, budget)
+            counts.update(got)
+            return text.lstrip("\n") if any(got.values()) else "Nothing stored for this project yet."
+
+        from memlane.context.compose import PromptComposer
+
+        composed = PromptComposer(self.cfg).compose_parts(
+            "mcp_context_pack", self._context(mem.project), body, header=header, max_chars=max_chars
+        )
         data = {
             "project": where,
             "task": task,
@@ -451,8 +460,28 @@ class MemoryTools:
             "recent_errors": errors,
             "memories": memory_rows,
             "included": counts,
+            "context": [b.as_dict() for b in composed.blocks],
         }
-        return self.reply(text.split("\n"), data, max_chars)
+        return self.reply(composed.text.split("\n"), data, max_chars)
+
+    def _context(self, proj: Any) -> Any:
+        """Persistent + volatile context for a pack: the daemon's (rules refreshed, editor state) when it
+        runs, else the project's stored snapshots. Either way this process reads no project file."""
+        from urllib.parse import quote
+
+        from memlane.context.scope import ContextScope, PersistenceKind
+        from memlane.context.service import PromptContext
+        from memlane.context.store import project_store
+        from memlane.daemon import client
+
+        deadline = max(self.cfg.daemon.hook_deadline_ms, 300)
+        live = client.call(f"/api/context?projectRoot={quote(proj.root_str)}", None, deadline, method="GET")
+        if live is not None and isinstance(live.get("persistent"), dict) and isinstance(live.get("volatile"), dict):
+            return PromptContext(live["persistent"], live["volatile"], project_root=proj.root_str)
+        persistent = project_store(proj.id, ContextScope.APP, PersistenceKind.PERSISTENT).snapshot()
+        volatile = project_store(proj.id, ContextScope.APP, PersistenceKind.VOLATILE).snapshot()
+        volatile.setdefault("projectRoot", proj.root_str)
+        return PromptContext(persistent, volatile, project_root=proj.root_str)
 
     def _session_line(self, mem: Memory, s: dict[str, Any]) -> str:
         summary = one_line(filter_text(str(s.get("summary") or ""), self.cfg.privacy).text, 300)

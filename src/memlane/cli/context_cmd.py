@@ -1,0 +1,232 @@
+"""``memlane context show|set|unset|compose``: the context blocks behind every injection.
+
+The CLI works on the library directly. ``set``/``unset`` write the project's small volatile file
+(``<data dir>/projects/<id>/context/app-volatile.json``, read by hooks and by the daemon when it first
+serves the project) and, when the daemon is running, send the same change to it so it applies at
+once. ``--persistent`` writes a user key (``preferences`` …) into the persistent file instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from typing import Any
+from urllib.parse import quote
+
+import click
+
+from memlane import config, project
+from memlane.cli import render
+from memlane.context import rules
+from memlane.context.compose import PERSISTENT_TITLE, TASKS, VOLATILE_TITLE, PromptComposer, serialize
+from memlane.context.scope import ContextError, ContextScope, PersistenceKind
+from memlane.context.service import AppContextService, PromptContext, RefreshTrigger, normalize
+from memlane.context.store import project_store
+from memlane.memory import MemoryError_
+
+DAEMON_DEADLINE_MS = 1500
+
+
+def _project(ctx: click.Context) -> project.Project:
+    obj = ctx.find_root().obj
+    pid = getattr(obj, "project_id", None)
+    if pid:
+        found = project.by_id(pid)
+        if found is None:
+            raise MemoryError_(f"unknown project id {pid!r} (see `memlane projects`)")
+        return found
+    return project.identify(getattr(obj, "cwd", None) or os.getcwd())
+
+
+def _service(proj: project.Project, cfg: config.Config) -> AppContextService:
+    return AppContextService(proj.root_str, cfg, project_id=proj.id)
+
+
+def _daemon(path: str, body: dict[str, Any] | None = None, method: str = "GET") -> dict[str, Any] | None:
+    from memlane.daemon import client
+
+    return client.call(path, body, DAEMON_DEADLINE_MS, method=method)
+
+
+def _context(proj: project.Project, cfg: config.Config, session: str | None) -> tuple[PromptContext, str]:
+    """The project's context and where its volatile part came from (``daemon`` or ``local``)."""
+    query = f"/api/context?projectRoot={quote(proj.root_str)}" + (f"&sessionId={quote(session)}" if session else "")
+    live = _daemon(query)
+    if live is not None and isinstance(live.get("volatile"), dict):
+        from memlane.context.scope import RefreshStatus
+
+        status = RefreshStatus(live["persistentStatus"]) if live.get("persistentStatus") else None
+        ctx = PromptContext(
+            dict(live.get("persistent") or {}),
+            dict(live["volatile"]),
+            dict(live.get("session") or {}),
+            status=status,
+            project_root=proj.root_str,
+        )
+        return ctx, "daemon"
+    svc = _service(proj, cfg)
+    status = svc.refresh_persistent_if_needed(RefreshTrigger())
+    svc.ensure_volatile_working_directory(os.getcwd())
+    session_values: dict[str, Any] = {}
+    if session:
+        session_values = {"sessionId": session}
+        if proj.db_path.exists():
+            from memlane.context.gather import session_values as gather_session
+            from memlane.store.db import Store
+
+            with Store(proj.db_path, proj.id, cfg.store.busy_timeout_ms) as store:
+                session_values = gather_session(store, session, proj.root_str, cfg)
+    ctx = svc.context_for_prompt(session_values)
+    ctx.status = status
+    return ctx, "local"
+
+
+@click.group("context")
+def context_group() -> None:
+    """Persistent + volatile context composed into every injection (docs/context.md)."""
+
+
+@context_group.command("show")
+@click.option("--session", "-s", help="Include this session's scope (files touched).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output (full values).")
+@click.pass_context
+def show(ctx: click.Context, session: str | None, as_json: bool) -> None:
+    """The project's persistent and volatile context (rules are reloaded first if they changed)."""
+    cfg = config.load()
+    proj = _project(ctx)
+    snap, source = _context(proj, cfg, session)
+    if as_json:
+        render.emit_json({**snap.as_dict(), "projectId": proj.id, "volatileSource": source})
+        return
+    status = snap.status.value if snap.status else "unknown"
+    click.echo(f"project {proj.name} ({proj.root_str}), persistent context {status}, volatile from {source}")
+    limit = cfg.context.max_value_chars
+    for title, values in (
+        (PERSISTENT_TITLE, snap.persistent),
+        (VOLATILE_TITLE, {**snap.volatile, **snap.session}),
+    ):
+        click.echo(title)
+        click.echo(serialize(values, limit) if values else "(empty)")
+
+
+def _parse_value(raw: str, as_json: bool) -> Any:
+    if raw == "-":
+        raw = sys.stdin.read()
+        raw = raw[:-1] if raw.endswith("\n") else raw  # the newline that ends the input, not the value
+    if not as_json:
+        return raw
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        raise click.BadParameter(f"not JSON: {exc}", param_hint="VALUE") from exc
+
+
+def _change(ctx: click.Context, key: str, value: Any, persistent: bool) -> dict[str, Any]:
+    cfg = config.load()
+    proj = _project(ctx)
+    try:
+        applied = normalize(proj.root_str, {key: value}, cfg)
+    except ContextError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if persistent:
+        if rules.owned(key):
+            raise click.ClickException(f"{key} comes from the project's files; edit the file instead")
+        project_store(proj.id, ContextScope.APP, PersistenceKind.PERSISTENT).put_all(applied)
+        return {"store": "persistent", "applied": applied}
+    project_store(proj.id, ContextScope.APP, PersistenceKind.VOLATILE).put_all(applied)
+    sent = _daemon("/api/context/volatile", {"projectRoot": proj.root_str, **applied}, "PUT") is not None
+    return {"store": "volatile", "applied": applied, "daemon": sent}
+
+
+@context_group.command("set")
+@click.argument("key")
+@click.argument("value")
+@click.option("--persistent", is_flag=True, help="A persistent user key (e.g. preferences) instead of volatile.")
+@click.option("--json", "as_json", is_flag=True, help="VALUE is JSON (a list, an object, a number).")
+@click.pass_context
+def set_(ctx: click.Context, key: str, value: str, persistent: bool, as_json: bool) -> None:
+    """Set KEY to VALUE ('-' reads stdin). Paths (currentFile…) are relative to the project root."""
+    result = _change(ctx, key, _parse_value(value, as_json), persistent)
+    shown = result["applied"][key]
+    where = result["store"] + (" (and the running daemon)" if result.get("daemon") else "")
+    click.echo(f"{key} = {json.dumps(shown, ensure_ascii=False)[:200]}  [{where}]")
+
+
+@context_group.command("unset")
+@click.argument("key")
+@click.option("--persistent", is_flag=True, help="Remove a persistent user key instead of a volatile one.")
+@click.pass_context
+def unset(ctx: click.Context, key: str, persistent: bool) -> None:
+    """Remove KEY."""
+    result = _change(ctx, key, None, persistent)
+    click.echo(f"{key} removed [{result['store']}]")
+
+
+@context_group.command("compose")
+@click.option("--task", "-t", "task_type", required=True, type=click.Choice(sorted(TASKS)), help="Task type.")
+@click.option("--body", "-b", help="The body text ('-' reads stdin). Default: what memlane itself would send.")
+@click.option("--prompt", "-p", help="prompt_injection: the prompt to retrieve for; mcp_context_pack: the task.")
+@click.option("--header", default="", help="A first line above the blocks.")
+@click.option("--max-chars", type=click.IntRange(1, 100_000), help="Total budget (default: the task's).")
+@click.option("--session", "-s", help="Include this session's scope (files touched).")
+@click.option("--json", "as_json", is_flag=True, help="The composition with per-block details, as JSON.")
+@click.pass_context
+def compose(
+    ctx: click.Context,
+    task_type: str,
+    body: str | None,
+    prompt: str | None,
+    header: str,
+    max_chars: int | None,
+    session: str | None,
+    as_json: bool,
+) -> None:
+    """Print the prompt composed for a task type: persistent + volatile blocks + body."""
+    cfg = config.load()
+    proj = _project(ctx)
+    snap, _source = _context(proj, cfg, session)
+    if body is None and task_type in ("session_start", "prompt_injection", "mcp_context_pack"):
+        text = _native(task_type, proj, cfg, snap, prompt or "", max_chars)
+        if as_json:
+            render.emit_json({"task": task_type, "prompt": text, "chars": len(text)})
+        else:
+            click.echo(text or "(nothing would be injected)")
+        return
+    if body == "-":
+        body = sys.stdin.read()
+    try:
+        parts = PromptComposer(cfg).compose_parts(task_type, snap, body or "", header=header, max_chars=max_chars)
+    except ContextError as exc:
+        raise click.ClickException(str(exc)) from exc
+    if as_json:
+        render.emit_json(parts.as_dict())
+    else:
+        click.echo(parts.text or "(empty)")
+
+
+def _native(
+    task_type: str, proj: project.Project, cfg: config.Config, snap: PromptContext, prompt: str, max_chars: int | None
+) -> str:
+    """What the hook or the MCP tool itself would produce now (full-text retrieval, no daemon search)."""
+    if max_chars is not None:
+        cfg.injection.max_chars = max_chars
+    if task_type == "mcp_context_pack":
+        from memlane.mcp.tools import MemoryTools, ToolInputError
+
+        try:
+            tools = MemoryTools(cfg, default_project=proj.root_str)
+            return tools.context_pack(prompt or None, max_chars=max_chars or 6000).text
+        except ToolInputError as exc:
+            raise click.ClickException(str(exc)) from exc
+    from memlane.capture import inject
+    from memlane.store.db import Store
+
+    if task_type == "prompt_injection" and not prompt:
+        raise click.UsageError("prompt_injection needs --prompt (or give --body)")
+    if not proj.db_path.exists():
+        return inject.compose(task_type, cfg, snap, [], inject.START_HEADER)
+    with Store(proj.db_path, proj.id, cfg.store.busy_timeout_ms) as store:
+        if task_type == "session_start":
+            return inject.session_start_context(store, "", cfg, context=snap)
+        return inject.prompt_context(store, prompt, cfg, context=snap)
