@@ -188,6 +188,11 @@ def with_daemon(cwd: Path, env: dict[str, str], runs: int) -> None:
             if time.time() > deadline or daemon.poll() is not None:
                 raise SystemExit("the daemon did not come up")
             time.sleep(0.2)
+        # Measure while the backlog is being embedded, not before the worker has loaded its model.
+        while not (client.call("/api/health", None, 1000, method="GET") or {}).get("worker", {}).get("busy"):
+            if time.time() > deadline + 120:
+                raise SystemExit("the daemon's worker never started embedding (is the outbox empty?)")
+            time.sleep(0.5)
         # The first request opens the project's indexes and warms the model.
         for _ in range(3):
             client.call("/api/inject", {"cwd": str(cwd), "prompt": "warm up the pool", "exclude_ids": []}, 60_000)

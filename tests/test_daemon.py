@@ -149,3 +149,33 @@ def test_idle_shutdown(memlane_home: Path, monkeypatch: pytest.MonkeyPatch) -> N
     proc = start_daemon(0, "--no-worker")
     assert proc.wait(timeout=60) == 0
     assert state.read_info() is None
+
+
+def test_worker_child_embeds_backlog_and_dies_with_daemon(memlane_home: Path, hook, proj: Path) -> None:  # type: ignore[no-untyped-def]
+    """The embedding worker is a separate, nice'd process: it drains the outbox and never outlives the daemon."""
+    from memlane.memory import Memory
+    from memlane.vectors.worker import pending_count
+
+    hook("UserPromptSubmit", payload("02-UserPromptSubmit.json"))
+    proc = start_daemon(0)
+    try:
+        worker: dict = {}  # type: ignore[type-arg]
+        for _ in range(600):  # two model loads on a slow CI machine
+            health = client.call("/api/health", None, 2000, method="GET") or {}
+            worker = health.get("worker", {})
+            if worker.get("processed", 0) >= 1:
+                break
+            time.sleep(0.2)
+        assert worker.get("processed", 0) >= 1 and worker["last_error"] is None, worker
+        child = int(worker["pid"])
+        assert child != proc.pid and os.getpriority(os.PRIO_PROCESS, child) >= 10
+        with Memory.open(proj) as mem:
+            assert pending_count(mem) == 0
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)
+    for _ in range(100):
+        if not Path(f"/proc/{child}").exists():
+            break
+        time.sleep(0.1)
+    assert not Path(f"/proc/{child}").exists()

@@ -276,8 +276,9 @@ def test_private_and_secrets_never_reach_disk(hook: Hook, proj: Path) -> None:
     ],
     ids=["empty", "garbage", "array", "string", "no-session", "bad-session", "binary", "truncated"],
 )
-def test_bad_payloads_fail_open(raw: bytes, memlane_home: Path, monkeypatch: pytest.MonkeyPatch,
-                                 capsys: pytest.CaptureFixture[str]) -> None:
+def test_bad_payloads_fail_open(
+    raw: bytes, memlane_home: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     import io
 
     from memlane import hooks

@@ -15,6 +15,8 @@ import json
 import os
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from typing import Any
@@ -26,7 +28,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from memlane import __version__, config, project
+from memlane import __version__, config
 from memlane.daemon import context_routes, state
 from memlane.logs import log
 from memlane.memory import Memory, MemoryError_
@@ -72,7 +74,6 @@ class Daemon:
         self.cfg = cfg
         self.engine = Engine(cfg)
         self.last_activity = time.monotonic()
-        self.searching = 0
         self.started = time.time()
         self.stop = threading.Event()
         self.worker_state: dict[str, Any] = {"processed": 0, "last_error": None, "busy": False}
@@ -144,7 +145,6 @@ class Daemon:
             return JSONResponse({"error": "body must be JSON"}, status_code=400)
         if not isinstance(body, dict):
             return JSONResponse({"error": "body must be a JSON object"}, status_code=400)
-        self.searching += 1
         try:
             from starlette.concurrency import run_in_threadpool
 
@@ -152,7 +152,6 @@ class Daemon:
         except (MemoryError_, config.ConfigError) as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
         finally:
-            self.searching -= 1
             self.touch()
 
     async def search(self, request: Request) -> JSONResponse:
@@ -186,38 +185,53 @@ class Daemon:
             self.engine.embedder.embed_query("warm up")
             log("daemon", "info", f"model {self.engine.embedder.version} warm in {time.perf_counter() - started:.1f} s")
 
-    def work_once(self) -> int:
-        """Drain every project's outbox a batch at a time; pauses while searches are running."""
-        embedder = self.engine.embedder
-        if embedder is None:
-            return 0
-        from memlane.vectors import process_outbox
-
-        done = 0
-        for entry in project.known_projects():
-            if self.stop.is_set():
-                break
-            while self.searching:
-                time.sleep(0.01)  # searches first: they have a budget, the backlog does not
-            try:
-                with Memory.open(project_id=str(entry["id"]), cfg=self.cfg) as mem:
-                    report = process_outbox(mem, embedder, limit=self.cfg.vectors.batch_size)
-                    done += int(getattr(report, "processed", 0) or 0)
-            except Exception as exc:  # noqa: BLE001 - keep the worker alive; the outbox records failures
-                self.worker_state["last_error"] = repr(exc)
-                log("daemon", "error", f"worker failed on {entry.get('id')}: {exc!r}")
-        self.worker_state["processed"] += done
-        return done
-
     def worker(self) -> None:
+        """Warm the search model, then keep the low-priority embedding child running (see embed_worker)."""
         self.warm()
+        if self.engine.embedder is None:
+            return
         while not self.stop.is_set():
-            self.worker_state["busy"] = True
-            done = self.work_once()
-            self.worker_state["busy"] = False
-            if done:
-                self.touch()
-            self.stop.wait(0.2 if done else 2.0)
+            child = subprocess.Popen(
+                [sys.executable, "-m", "memlane.daemon.embed_worker"],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.DEVNULL,
+                text=True,
+            )
+            self.worker_state["pid"] = child.pid
+            try:
+                self._follow(child)
+            finally:
+                if child.poll() is None:
+                    child.terminate()
+                    child.wait(timeout=10)
+            if not self.stop.is_set():
+                log("daemon", "warning", f"embedding worker exited ({child.returncode}); restarting in 5 s")
+                self.stop.wait(5.0)
+
+    def _follow(self, child: subprocess.Popen[str]) -> None:
+        """Read the child's progress lines until it exits or the daemon stops."""
+        assert child.stdout is not None
+
+        def stop_child() -> None:
+            self.stop.wait()
+            child.terminate()
+
+        threading.Thread(target=stop_child, daemon=True).start()
+        for line in child.stdout:
+            try:
+                msg = json.loads(line)
+            except ValueError:
+                continue
+            if "processed" in msg:
+                done = int(msg["processed"])
+                self.worker_state["processed"] += done
+                self.worker_state["busy"] = done > 0
+                if done:
+                    self.touch()  # a backlog being embedded is activity: no idle shutdown mid-way
+            elif "error" in msg:
+                self.worker_state["last_error"] = str(msg["error"])
+                log("daemon", "error", f"worker: {msg['error']}")
 
     def idle_watch(self, server: uvicorn.Server) -> None:
         while not self.stop.wait(1.0):

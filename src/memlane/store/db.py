@@ -574,8 +574,9 @@ class Store:
         tokens = {w.strip('"').replace('""', '"').lower(): w for w in words}
         try:
             marks = ",".join("?" * len(tokens))
-            df = dict(self.db.execute(f"SELECT term, doc FROM events_vocab WHERE term IN ({marks})",
-                                      list(tokens)).fetchall())
+            df = dict(
+                self.db.execute(f"SELECT term, doc FROM events_vocab WHERE term IN ({marks})", list(tokens)).fetchall()
+            )
         except sqlite3.OperationalError:
             return " OR ".join(words)
         if sum(df.values()) <= POSTINGS_BUDGET:
@@ -627,26 +628,11 @@ class Store:
             return [tuple(r) for r in self.db.execute("SELECT id, type FROM events")]
         if ids:
             marks = ",".join("?" * len(ids))
-            return [
-                tuple(r)
-                for r in self.db.execute(
-                    f"SELECT id, type FROM events WHERE id IN ({marks})", list(ids)
-                )
-            ]
+            return [tuple(r) for r in self.db.execute(f"SELECT id, type FROM events WHERE id IN ({marks})", list(ids))]
         if session:
-            return [
-                tuple(r)
-                for r in self.db.execute(
-                    "SELECT id, type FROM events WHERE session_id = ?", (session,)
-                )
-            ]
+            return [tuple(r) for r in self.db.execute("SELECT id, type FROM events WHERE session_id = ?", (session,))]
         if before:
-            return [
-                tuple(r)
-                for r in self.db.execute(
-                    "SELECT id, type FROM events WHERE ts < ?", (before,)
-                )
-            ]
+            return [tuple(r) for r in self.db.execute("SELECT id, type FROM events WHERE ts < ?", (before,))]
         return []
 
     def forget(self, targets: Sequence[tuple[str, str]], scope: str, selector: str) -> int:

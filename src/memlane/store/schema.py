@@ -134,7 +134,7 @@ def _m3_vocab(db: sqlite3.Connection) -> None:
 
 
 def _m4_type_seq_index(db: sqlite3.Connection) -> None:
-    """"Latest events of a type" (session start, history --type) without sorting every row of it."""
+    """ "Latest events of a type" (session start, history --type) without sorting every row of it."""
     db.execute("CREATE INDEX events_type_seq ON events(type, seq)")
 
 
