@@ -59,6 +59,9 @@ def test_embedding_shape_normalised_and_offline(embedder: Any) -> None:
     vectors = embedder.embed_passages(["hello", "world"])
     assert vectors.shape == (2, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
     assert embedder.version.startswith("all-MiniLM-L6-v2@")
+    # The query path skips encode(); it must still land in the same space as the passages.
+    text = "connection pool exhausted under load in shop/db/pool_manager.py"
+    assert np.allclose(embedder.embed_query(text), embedder.embed_passages([text])[0], atol=1e-5)
 
 
 def test_long_text_is_chunked_not_truncated(embedder: Any) -> None:
@@ -277,3 +280,21 @@ def test_matcher_thresholds_are_reachable() -> None:
     assert scoring.classify([0.7], cfg) == ["none"]
     vector_only = scoring.fuse(0.0, scoring.vector_score(0.6, cfg), 1.0, 1.0, cfg)
     assert vector_only >= cfg.high_threshold  # a close paraphrase alone can be high
+
+
+def test_vector_only_candidates_are_read_only_when_ranked_and_gone_events_skipped(mem: Memory, embedder: Any) -> None:
+    """A vector whose event is already gone (forget deletes the event first) never surfaces; the next one fills in."""
+    process_outbox(mem, embedder)
+    engine = Engine(mem.config)
+    query = "our database runs out of connections when traffic spikes"
+    before = engine.search(mem, query, limit=2)
+    gone = before[0].event
+    mem.store.forget([(gone.id, gone.type)], "test", gone.id)  # the store only: its vector stays behind
+    index = VectorIndex(mem.project.id, embedder.version, embedder.dim, mem.config.vectors)
+    assert gone.id in index.event_ids()
+    after = engine.search(mem, query, limit=2)
+    assert gone.id not in [h.event.id for h in after] and len(after) == 2
+    assert after[0].event.id == before[1].event.id
+    near = index.nearest(embedder.embed_query(query), 4)
+    assert {n.type for n in near.values()} <= {"agent_response", "user_prompt", "tool_observation"}
+    assert all(n.ts for n in near.values())

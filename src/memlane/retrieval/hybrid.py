@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 from memlane.retrieval import scoring
 from memlane.store.db import Event, Store, parse_query
@@ -89,6 +89,14 @@ def coverage(event: Event, terms: list[list[str]], grams: list[str], weights: li
     return (got / total if total else 0.0), matched
 
 
+class _Candidate(NamedTuple):
+    score: float
+    ts: str
+    event_id: str
+    event: Event | None  # None until read: vector-only candidates are ranked before they are read
+    sources: dict[str, float]
+
+
 class Retriever:
     """Search one project. ``embedder`` and ``index`` are optional (text-only without them)."""
 
@@ -118,29 +126,53 @@ class Retriever:
         events = {e.id: e for e, _ in text_hits}
         terms, grams = query_terms(query)
         total, df = doc_freqs(self.store, {t for term in terms for t in term})  # still overlapping the embedding
-        similarity = self._vector_candidates(pending, exclude_ids, filters)
-        missing = [i for i in similarity if i not in events]
-        for event in self.store.by_ids(missing):
-            if _passes(event, filters):
-                events[event.id] = event
+        near = self._vector_candidates(pending, exclude_ids, filters)
         weights = [sum(scoring.idf(total, df.get(t, 0)) for t in term) / len(term) for term in terms]
-        hits = []
-        for event_id, event in events.items():
-            if event.type in ("session_start", "session_end"):
+        ranked: list[_Candidate] = []
+        for event_id in {**events, **near}:
+            event = events.get(event_id)
+            # A vector-only candidate is ranked from what its vector row carries; its event is read
+            # from the store only if it makes the list (or if the row predates type/ts being stored).
+            kind, ts = (event.type, event.ts) if event else (near[event_id].type, near[event_id].ts)
+            if not (kind and ts):
+                event = next(iter(self.store.by_ids([event_id])), None)
+                if event is None:
+                    continue
+                kind, ts = event.type, event.ts
+            if kind in ("session_start", "session_end"):
                 continue
             text = 0.0
             if event_id in relative:
-                share, matched = coverage(event, terms, grams, weights)
+                share, matched = coverage(events[event_id], terms, grams, weights)
                 text = scoring.text_score(share, relative[event_id], matched)
-            vector = scoring.vector_score(similarity[event_id], rcfg) if event_id in similarity else 0.0
-            fresh = scoring.recency(event.ts, rcfg.recency_half_life_days)
-            prior = scoring.TYPE_PRIOR.get(event.type, 0.5)
-            score = scoring.fuse(text, vector, fresh, prior, rcfg)
-            hits.append(Hit(event, score, {"text": text, "vector": vector, "recency": fresh, "prior": prior}))
-        hits.sort(key=lambda h: (-h.score, -h.event.seq))
-        hits = hits[:limit]
+            vector = scoring.vector_score(near[event_id].similarity, rcfg) if event_id in near else 0.0
+            fresh = scoring.recency(ts, rcfg.recency_half_life_days)
+            prior = scoring.TYPE_PRIOR.get(kind, 0.5)
+            sources = {"text": text, "vector": vector, "recency": fresh, "prior": prior}
+            ranked.append(_Candidate(scoring.fuse(text, vector, fresh, prior, rcfg), ts, event_id, event, sources))
+        ranked.sort(key=lambda c: (c.ts, c.event.seq if c.event else 0), reverse=True)  # ties: newest first
+        ranked.sort(key=lambda c: -c.score)
+        hits = self._resolve(ranked, limit, filters)
         for hit, label in zip(hits, scoring.classify([h.score for h in hits], rcfg), strict=True):
             hit.confidence = label
+        return hits
+
+    def _resolve(self, ranked: list[_Candidate], limit: int, filters: dict[str, Any]) -> list[Hit]:
+        """The first ``limit`` ranked candidates as hits, reading the vector-only ones from the store.
+
+        A vector can outlive its event for a moment (forget deletes the event first), so a candidate
+        the store no longer has is skipped and the next one takes its place.
+        """
+        hits: list[Hit] = []
+        start = 0
+        while len(hits) < limit and start < len(ranked):
+            window = ranked[start : start + limit - len(hits)]
+            start += len(window)
+            found = {e.id: e for e in self.store.by_ids([c.event_id for c in window if c.event is None])}
+            for c in window:
+                event = c.event or found.get(c.event_id)
+                if event is not None and _passes(event, filters):
+                    hits.append(Hit(event, c.score, c.sources))
         return hits
 
     def _embed_async(self, query: str, query_vector: Any) -> Any:
@@ -151,19 +183,20 @@ class Retriever:
             return query_vector
         return _executor().submit(self.embedder.embed_query, query)
 
-    def _vector_candidates(self, pending: Any, exclude_ids: Sequence[str], filters: dict[str, Any]) -> dict[str, float]:
+    def _vector_candidates(self, pending: Any, exclude_ids: Sequence[str], filters: dict[str, Any]) -> dict[str, Any]:
+        """Nearest events by meaning: event id → ``Neighbour(similarity, type, ts)``."""
         if pending is None:
             return {}
         try:
             vector = pending.result() if hasattr(pending, "result") else pending
-            pairs = self.index.search(vector, self.cfg.retrieval.candidates + len(exclude_ids), where=_where(filters))
+            near = self.index.nearest(vector, self.cfg.retrieval.candidates + len(exclude_ids), where=_where(filters))
         except Exception as exc:  # noqa: BLE001 - a broken vector index degrades to text search
             from memlane.logs import log
 
             log("retrieval", "warning", f"vector search failed, text only: {exc!r}")
             return {}
         skip = set(exclude_ids)
-        return {event_id: sim for event_id, sim in pairs if event_id not in skip}
+        return {event_id: n for event_id, n in near.items() if event_id not in skip}
 
 
 def _passes(event: Event, filters: dict[str, Any]) -> bool:

@@ -10,13 +10,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
 from memlane import paths
 from memlane.config import VectorsConfig
+
+
+class Neighbour(NamedTuple):
+    similarity: float
+    type: str
+    ts: str
 
 
 def table_name(version: str) -> str:
@@ -115,23 +121,33 @@ class VectorIndex:
         table = self.table(create=True)
         table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
 
-    def search(self, vector: Any, k: int, where: str | None = None) -> list[tuple[str, float]]:
-        """(event id, cosine similarity) of the nearest events, best chunk per event, best first."""
+    def nearest(self, vector: Any, k: int, where: str | None = None) -> dict[str, Neighbour]:
+        """The k nearest events, best chunk per event, best first, with the type and time their rows carry.
+
+        Type and time are enough to rank a candidate, so a caller reads from the store only the events
+        that make its final list (each read is a page lookup that a search pays for).
+        """
         table = self.table()
         if table is None:
-            return []
+            return {}
         # Twice k: long events have several chunks and only the best one per event counts.
         query = table.search(np.asarray(vector, dtype=np.float32)).metric("cosine").limit(k * 2)
         if where:
             query = query.where(where, prefilter=True)
         if self.has_index():
             query = query.nprobes(NPROBES)
-        best: dict[str, float] = {}
-        for row in query.select(["event_id", "_distance"]).to_list():
+        best: dict[str, Neighbour] = {}
+        for row in query.select(["event_id", "type", "ts", "_distance"]).to_list():
             sim = 1.0 - float(row["_distance"])
-            if sim > best.get(row["event_id"], -2.0):
-                best[row["event_id"]] = sim
-        return sorted(best.items(), key=lambda kv: -kv[1])[:k]
+            known = best.get(row["event_id"])
+            if known is None or sim > known.similarity:
+                best[row["event_id"]] = Neighbour(sim, row["type"] or "", row["ts"] or "")
+        ranked = sorted(best.items(), key=lambda kv: -kv[1].similarity)[:k]
+        return dict(ranked)
+
+    def search(self, vector: Any, k: int, where: str | None = None) -> list[tuple[str, float]]:
+        """(event id, cosine similarity) of the nearest events, best first."""
+        return [(event_id, n.similarity) for event_id, n in self.nearest(vector, k, where).items()]
 
     def delete(self, event_ids: list[str]) -> int:
         table = self.table()
