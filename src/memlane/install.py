@@ -64,13 +64,22 @@ def is_ours(hook: Any) -> bool:
     return isinstance(hook, dict) and MARK in str(hook.get("command") or "")
 
 
-def read_settings(path: Path) -> dict[str, Any]:
+def read_text(path: Path) -> str:
+    """A config file's text; "" when it does not exist yet."""
     try:
-        text = path.read_text(encoding="utf-8")
+        return path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        return {}
+        return ""
     except (OSError, UnicodeDecodeError) as exc:
         raise InstallError(f"{path}: cannot read ({exc})") from exc
+
+
+def read_json_object(path: Path, section: str) -> dict[str, Any]:
+    """A JSON config file we are about to edit ({} when absent or empty); ``section`` must be an object if present.
+
+    Anything we cannot parse is refused rather than overwritten: it is somebody's configuration.
+    """
+    text = read_text(path)
     if not text.strip():
         return {}
     try:
@@ -79,9 +88,13 @@ def read_settings(path: Path) -> dict[str, Any]:
         raise InstallError(f"{path}: not valid JSON ({exc}); fix or move it, memlane will not overwrite it") from exc
     if not isinstance(data, dict):
         raise InstallError(f"{path}: top level must be a JSON object")
-    if "hooks" in data and not isinstance(data["hooks"], dict):
-        raise InstallError(f"{path}: 'hooks' must be an object")
+    if section in data and not isinstance(data[section], dict):
+        raise InstallError(f"{path}: '{section}' must be an object")
     return data
+
+
+def read_settings(path: Path) -> dict[str, Any]:
+    return read_json_object(path, "hooks")
 
 
 def strip_ours(settings: dict[str, Any]) -> int:

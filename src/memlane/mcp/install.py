@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memlane.install import InstallError, hook_command
+from memlane.install import InstallError, hook_command, read_json_object, read_text
 
 SERVER = "memlane"
 CLIENTS = ("claude-desktop", "claude-code", "codex", "cursor")
@@ -90,15 +90,6 @@ def server_entry(client: str, command: str | None = None) -> dict[str, Any]:
 # ---- files -------------------------------------------------------------------------------------
 
 
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return ""
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InstallError(f"{path}: cannot read ({exc})") from exc
-
-
 def _backup_name(path: Path) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S")
     candidate = path.with_name(f"{path.name}.memlane-backup-{stamp}")
@@ -128,18 +119,7 @@ def _write(path: Path, text: str) -> Path | None:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
-    text = _read_text(path)
-    if not text.strip():
-        return {}
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise InstallError(f"{path}: not valid JSON ({exc}); fix or move it, memlane will not overwrite it") from exc
-    if not isinstance(data, dict):
-        raise InstallError(f"{path}: top level must be a JSON object")
-    if "mcpServers" in data and not isinstance(data["mcpServers"], dict):
-        raise InstallError(f"{path}: 'mcpServers' must be an object")
-    return data
+    return read_json_object(path, "mcpServers")
 
 
 def _json_text(data: dict[str, Any]) -> str:
@@ -154,7 +134,7 @@ _ANY_HEADER = re.compile(r"^\s*\[")
 
 
 def _read_toml(path: Path) -> tuple[str, dict[str, Any]]:
-    text = _read_text(path)
+    text = read_text(path)
     try:
         return text, tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
@@ -229,7 +209,7 @@ def install(
         old_text, new_text, old = _toml_change(path, entry)
     else:
         data = _read_json(path)
-        old_text = _read_text(path)
+        old_text = read_text(path)
         old = (data.get("mcpServers") or {}).get(SERVER)
         data.setdefault("mcpServers", {})[SERVER] = entry
         new_text = old_text if old == entry else _json_text(data)
