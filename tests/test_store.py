@@ -174,3 +174,15 @@ def test_concurrent_migration_is_safe(tmp_path: Path) -> None:
     for t in threads:
         t.join()
     assert not errors
+
+
+def test_document_counts_are_cached_until_the_store_grows(store: Store) -> None:
+    store.append([ev(f"zebrafinch pool note {i}", turn=f"t{i}") for i in range(100)])
+    assert store.doc_freqs(["zebrafinch", "pool", "absent"]) == {"zebrafinch": 100, "pool": 100}
+    assert store.size_estimate() == store.count() == 100
+    store.append([ev(f"zebrafinch again {i}", turn=f"u{i}") for i in range(3)])
+    assert store.doc_freqs(["zebrafinch"]) == {"zebrafinch": 100}, "a few new events reuse the cached count"
+    store.append([ev(f"zebrafinch later {i}", turn=f"v{i}") for i in range(200)])
+    assert store.doc_freqs(["zebrafinch", "later"]) == {"zebrafinch": 303, "later": 200}
+    # The match chosen from those counts still finds the new events.
+    assert any("later" in e.content for e, _ in store.fts("zebrafinch later", limit=5))

@@ -61,12 +61,8 @@ def query_terms(query: str) -> tuple[list[list[str]], list[str]]:
 
 
 def doc_freqs(store: Store, tokens: set[str]) -> tuple[int, dict[str, int]]:
-    total = store.count() or 1
-    if not tokens:
-        return total, {}
-    marks = ",".join("?" * len(tokens))
-    rows = store.db.execute(f"SELECT term, doc FROM events_vocab WHERE term IN ({marks})", list(tokens)).fetchall()
-    return total, {term: int(doc) for term, doc in rows}
+    """(about how many events there are, how many contain each token): the inputs of IDF."""
+    return max(store.size_estimate(), 1), store.doc_freqs(tokens) if tokens else {}
 
 
 def coverage(event: Event, terms: list[list[str]], grams: list[str], weights: list[float]) -> tuple[float, int]:

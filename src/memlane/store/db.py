@@ -254,6 +254,9 @@ _STOPWORDS = frozenset(
     ]
 )
 POSTINGS_BUDGET = 20_000
+_DF_STALE = 0.05  # document counts are reused until the store has grown by 5%
+_DF_CACHE_MAX = 50_000
+_DF_CACHE: dict[tuple[str, str], tuple[int, int]] = {}  # (db file, term) → (document count, store size then)
 _CHUNK_STRIP = "\"'`()[]{}<>,;:!?."
 
 
@@ -374,6 +377,41 @@ class Store:
 
     def count(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+
+    def size_estimate(self) -> int:
+        """About how many events there are, in O(1): COUNT(*) reads a whole index (10 ms at 1M events).
+
+        Forgotten events leave gaps in ``seq``, so this can overshoot; IDF weights do not mind.
+        """
+        return int(self.db.execute("SELECT COALESCE(MAX(seq), 0) FROM events").fetchone()[0])
+
+    def doc_freqs(self, terms: Iterable[str]) -> dict[str, int]:
+        """How many events contain each word term (absent terms are left out).
+
+        The word index counts a term's documents by walking its whole postings list (~7 ms for a word in
+        30% of 1M events), and a search needs the counts twice (choosing what to match, weighting
+        matches), so counts are cached per database while it grows by less than ``_DF_STALE``.
+        """
+        size = self.size_estimate()
+        out: dict[str, int] = {}
+        missing = []
+        for term in set(terms):
+            cached = _DF_CACHE.get((self.file, term))
+            if cached is not None and cached[1] <= size <= cached[1] * (1 + _DF_STALE) + 100:
+                if cached[0]:
+                    out[term] = cached[0]
+            else:
+                missing.append(term)
+        if missing:
+            marks = ",".join("?" * len(missing))
+            found = dict(self.db.execute(f"SELECT term, doc FROM events_vocab WHERE term IN ({marks})", missing))
+            if len(_DF_CACHE) > _DF_CACHE_MAX:
+                _DF_CACHE.clear()
+            for term in missing:
+                _DF_CACHE[(self.file, term)] = (int(found.get(term, 0)), size)
+                if found.get(term):
+                    out[term] = int(found[term])
+        return out
 
     def get(self, ref: str) -> Event | None:
         """An event by id, unique id prefix (≥ 8 chars) or citation (``mem:abc123``)."""
@@ -573,10 +611,7 @@ class Store:
         """
         tokens = {w.strip('"').replace('""', '"').lower(): w for w in words}
         try:
-            marks = ",".join("?" * len(tokens))
-            df = dict(
-                self.db.execute(f"SELECT term, doc FROM events_vocab WHERE term IN ({marks})", list(tokens)).fetchall()
-            )
+            df = self.doc_freqs(tokens)
         except sqlite3.OperationalError:
             return " OR ".join(words)
         if sum(df.values()) <= POSTINGS_BUDGET:
