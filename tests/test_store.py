@@ -186,3 +186,21 @@ def test_document_counts_are_cached_until_the_store_grows(store: Store) -> None:
     assert store.doc_freqs(["zebrafinch", "later"]) == {"zebrafinch": 303, "later": 200}
     # The match chosen from those counts still finds the new events.
     assert any("later" in e.content for e, _ in store.fts("zebrafinch later", limit=5))
+
+
+def test_broad_matches_are_bounded_and_unknown_words_do_not_hide_known_ones(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memlane.store import db as store_db
+
+    monkeypatch.setattr(store_db, "POSTINGS_BUDGET", 50)  # what 20k postings are to a large store
+    store.append([ev(f"checkout pool note {i}", turn=f"t{i}") for i in range(60)])
+    store.append([ev(f"rare zebrafinch pool {i}", turn=f"z{i}") for i in range(3)])
+    # A word the store has never seen used to be taken as the rarest and match nothing at all.
+    hits = store.fts("checkout pool flibbertigibbet", limit=5)
+    assert len(hits) == 5 and all("checkout pool" in e.content for e, _ in hits)
+    # Too broad to rank with BM25 (every match would be scored): the newest matches, newest first.
+    assert [e.content for e, _ in hits] == [f"checkout pool note {i}" for i in range(59, 54, -1)]
+    # Within the budget the rare word still ranks by BM25.
+    assert "zebrafinch" in store.fts("zebrafinch flibbertigibbet", limit=5)[0][0].content
+    assert store.fts("flibbertigibbet", limit=5) == []

@@ -254,6 +254,7 @@ _STOPWORDS = frozenset(
     ]
 )
 POSTINGS_BUDGET = 20_000
+_PLAIN_WORD = re.compile(r"[a-z0-9]+")
 _DF_STALE = 0.05  # document counts are reused until the store has grown by 5%
 _DF_CACHE_MAX = 50_000
 _DF_CACHE: dict[tuple[str, str], tuple[int, int]] = {}  # (db file, term) → (document count, store size then)
@@ -585,8 +586,9 @@ class Store:
             where += (" AND " if where else "WHERE ") + f"e.id NOT IN ({','.join('?' * len(exclude_ids))})"
             args.extend(exclude_ids)
         scored: dict[int, float] = {}
-        if words:
-            self._fts_table("events_fts", self._word_match(words), where, args, limit, scored)
+        match, bounded = self._word_match(words) if words else ("", True)
+        if match:
+            self._fts_table("events_fts", match, where, args, limit, scored, ranked=bounded)
         if trigrams:
             self._fts_table("events_cjk", " OR ".join(trigrams), where, args, limit, scored)
         for chunk in short_cjk:  # one- or two-character CJK words: too short for trigrams
@@ -601,22 +603,28 @@ class Store:
         events = self.by_seqs([seq for seq, _ in best])
         return [(events[seq], score) for seq, score in best if seq in events]
 
-    def _word_match(self, words: list[str]) -> str:
-        """The MATCH expression for quoted word terms, kept within a postings budget.
+    def _word_match(self, words: list[str]) -> tuple[str, bool]:
+        """(the MATCH expression for quoted word terms, whether it is within a postings budget).
 
         BM25 must score every row a query matches: an OR of common words over a large store can match
         most of it (100k rows ≈ 100 ms). Common words carry little evidence (their IDF is near zero),
         so terms are taken rarest first until their document counts reach ``POSTINGS_BUDGET``; when even
-        the rarest word is that common, the two rarest must appear together.
+        the rarest word is that common, the two rarest must appear together, and as that can still
+        match a large share of the store, it is not ranked (see ``_fts_table``).
         """
         tokens = {w.strip('"').replace('""', '"').lower(): w for w in words}
         try:
             df = self.doc_freqs(tokens)
         except sqlite3.OperationalError:
-            return " OR ".join(words)
+            return " OR ".join(words), True
+        # A plain ASCII word the index has never seen matches nothing: leave it out, or as the "rarest"
+        # word it would crowd out the words that can match. Phrases (pool_manager.py) and accented words
+        # are not looked up in their indexed form, so they stay and count as rare.
+        words = [w for t, w in tokens.items() if t in df or not _PLAIN_WORD.fullmatch(t)]
+        if not words:
+            return "", True
         if sum(df.values()) <= POSTINGS_BUDGET:
-            return " OR ".join(words)
-        # Phrases (pool_manager.py) are not single vocabulary terms; treat them as rare.
+            return " OR ".join(words), True
         ranked = sorted(words, key=lambda w: df.get(w.strip('"').replace('""', '"').lower(), 0))
         chosen: list[str] = []
         total = 0
@@ -627,17 +635,32 @@ class Store:
             chosen.append(word)
             total += count
         if total > POSTINGS_BUDGET and len(ranked) > 1:
-            return f"{ranked[0]} AND {ranked[1]}"
-        return " OR ".join(chosen)
+            return f"{ranked[0]} AND {ranked[1]}", False
+        return " OR ".join(chosen), total <= POSTINGS_BUDGET
 
     def _fts_table(
-        self, table: str, match: str, where: str, args: list[Any], limit: int, scored: dict[int, float]
+        self,
+        table: str,
+        match: str,
+        where: str,
+        args: list[Any],
+        limit: int,
+        scored: dict[int, float],
+        ranked: bool = True,
     ) -> None:
+        """Add ``table``'s hits for ``match`` to ``scored`` (seq → relevance relative to the best hit).
+
+        ``ranked=False`` is for a match too broad to score: BM25 would rank every matching row (seconds
+        over a million events), so the newest matches are taken instead, walking the index backwards
+        and stopping at ``limit``, each with a middling relevance.
+        """
+        source = f"{table} f JOIN events e ON e.seq = f.rowid" if where else f"{table} f"
         join_where = where.replace("WHERE", "AND", 1) if where else ""
+        rank, order = (f"bm25({table})", "rank") if ranked else ("-1", "f.rowid DESC")
         try:
             rows = self.db.execute(
-                f"SELECT f.rowid, bm25({table}) AS rank FROM {table} f JOIN events e ON e.seq = f.rowid"
-                f" WHERE {table} MATCH ? {join_where} ORDER BY rank LIMIT ?",
+                f"SELECT f.rowid, {rank} AS rank FROM {source}"
+                f" WHERE {table} MATCH ? {join_where} ORDER BY {order} LIMIT ?",
                 [match, *args, limit],
             ).fetchall()
         except sqlite3.OperationalError:
@@ -646,7 +669,8 @@ class Store:
             return
         top = rows[0][1] or -1e-9  # bm25 is negative: more negative is better
         for seq, rank in rows:
-            scored[seq] = max(scored.get(seq, 0.0), float(rank) / top if top else 0.0)
+            relevance = float(rank) / top if ranked else 0.5
+            scored[seq] = max(scored.get(seq, 0.0), relevance)
 
     # ---- forget --------------------------------------------------------------------------------
 
