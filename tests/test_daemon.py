@@ -179,3 +179,12 @@ def test_worker_child_embeds_backlog_and_dies_with_daemon(memlane_home: Path, ho
             break
         time.sleep(0.1)
     assert not Path(f"/proc/{child}").exists()
+
+
+def test_worker_child_that_cannot_start_says_why(memlane_home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMLANE_EMBEDDING_MODEL", '"/nonexistent/model"')
+    done = subprocess.run(
+        [sys.executable, "-m", "memlane.daemon.embed_worker"], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "cannot start" in json.loads(done.stdout.splitlines()[-1])["error"]

@@ -65,8 +65,12 @@ def main() -> None:
     from memlane import config
     from memlane.embed import get_embedder
 
-    cfg = config.load()
-    embedder = get_embedder(cfg.embedding)
+    try:
+        cfg = config.load()
+        embedder = get_embedder(cfg.embedding)
+    except Exception as exc:  # noqa: BLE001 - say why on the one channel the daemon reads, then stop
+        _report(error=f"cannot start: {exc}")
+        sys.exit(1)
     parent = os.getppid()
     _report(ready=embedder.version)
     while os.getppid() == parent:
