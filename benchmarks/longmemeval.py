@@ -125,7 +125,9 @@ def main() -> None:
             store, index, answer_turns = build(q, workdir, embedder)
             retriever = Retriever(store, cfg, embedder, index)
             t0 = time.perf_counter()
-            hits = retriever.search(q["question"], limit=50)
+            # The question is asked on its own date: "two weeks ago" means two weeks before that.
+            asked = datetime.fromisoformat(iso(q["question_date"]).replace("Z", "+00:00"))
+            hits = retriever.search(q["question"], limit=50, now=asked)
             latencies.append((time.perf_counter() - t0) * 1000)
             sessions: list[str] = []
             for hit in hits:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from memlane.retrieval import scoring
+from memlane.retrieval import scoring, when
 from memlane.store.db import Event, Store, parse_query
 
 _pool: list[Any] = []
@@ -29,6 +30,7 @@ def _executor() -> Any:
 
 
 _TOKEN = re.compile(r"[^\W_]+")
+WHEN_WEIGHT = 0.4  # how much of its score an event loses when it is far from the time a query names
 
 
 class Hit:
@@ -113,14 +115,25 @@ class Retriever:
         until: str | None = None,
         exclude_ids: Sequence[str] = (),
         query_vector: Any = None,
+        now: datetime | None = None,
     ) -> list[Hit]:
+        """The best ``limit`` events for ``query``; ``now`` anchors phrases like "two weeks ago"."""
         rcfg = self.cfg.retrieval
+        found = when.find(query, now or datetime.now(UTC))
+        span, words = found if found else (None, query)
         filters: dict[str, Any] = {"session": session, "types": types, "since": since, "until": until}
         pending = self._embed_async(query, query_vector)
-        text_hits = self.store.fts(query, limit=rcfg.candidates, exclude_ids=exclude_ids, **filters)
-        relative = {e.id: s for e, s in text_hits}
+        text_hits = self.store.fts(words, limit=rcfg.candidates, exclude_ids=exclude_ids, **filters)
+        if span is not None:  # also the best matches from the time the query names, however few
+            since = max(filter(None, [filters["since"], _iso(span[0])]))
+            until = min(filter(None, [filters["until"], _iso(span[1])]))
+            inside = {**filters, "since": since, "until": until}
+            text_hits += self.store.fts(words, limit=rcfg.candidates, exclude_ids=exclude_ids, **inside)
+        relative: dict[str, float] = {}
+        for found_event, rel in text_hits:
+            relative[found_event.id] = max(rel, relative.get(found_event.id, 0.0))
         events = {e.id: e for e, _ in text_hits}
-        terms, grams = query_terms(query)
+        terms, grams = query_terms(words)
         total, df = doc_freqs(self.store, {t for term in terms for t in term})  # still overlapping the embedding
         near = self._vector_candidates(pending, exclude_ids, filters)
         weights = [sum(scoring.idf(total, df.get(t, 0)) for t in term) / len(term) for term in terms]
@@ -145,7 +158,11 @@ class Retriever:
             fresh = scoring.recency(ts, rcfg.recency_half_life_days)
             prior = scoring.TYPE_PRIOR.get(kind, 0.5)
             sources = {"text": text, "vector": vector, "recency": fresh, "prior": prior}
-            ranked.append(_Candidate(scoring.fuse(text, vector, fresh, prior, rcfg), ts, event_id, event, sources))
+            score = scoring.fuse(text, vector, fresh, prior, rcfg)
+            if span is not None:  # the query names a time: events from then come first
+                sources["when"] = when.closeness(ts, span)
+                score *= 1 - WHEN_WEIGHT * (1 - sources["when"])
+            ranked.append(_Candidate(score, ts, event_id, event, sources))
         ranked.sort(key=lambda c: (c.ts, c.event.seq if c.event else 0), reverse=True)  # ties: newest first
         ranked.sort(key=lambda c: -c.score)
         hits = self._resolve(ranked, limit, filters)
@@ -203,6 +220,10 @@ def _passes(event: Event, filters: dict[str, Any]) -> bool:
     if filters.get("since") and event.ts < filters["since"]:
         return False
     return not (filters.get("until") and event.ts >= filters["until"])
+
+
+def _iso(moment: datetime) -> str:
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.000Z")
 
 
 def _quote(value: str) -> str:

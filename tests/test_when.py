@@ -1,0 +1,72 @@
+"""Relative time in queries: the window a phrase points at, and retrieval preferring events from then."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from memlane import config
+from memlane.retrieval import when
+from memlane.retrieval.hybrid import Retriever
+from memlane.store import NewEvent, Store
+
+NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+
+
+def days_ago(span: tuple[datetime, datetime]) -> tuple[float, float]:
+    return round((NOW - span[1]).total_seconds() / 86400, 2), round((NOW - span[0]).total_seconds() / 86400, 2)
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("what did I buy 10 days ago?", (7.5, 12.5)),
+        ("the bug from two weeks ago", (10.5, 17.5)),
+        ("a couple of days ago we changed the pool", (1.0, 3.0)),
+        ("what did we change yesterday", (0.5, 2.0)),
+        ("what broke today", (0.0, 1.0)),
+        ("anything in the past 3 days?", (0.0, 3.0)),
+        ("what did we ship last week", (3.5, 14.0)),
+        ("the deploy this month", (0.0, 30.0)),
+    ],
+)
+def test_windows(query: str, expected: tuple[float, float]) -> None:
+    found = when.find(query, NOW)
+    assert found is not None and days_ago(found[0]) == expected
+    assert "ago" not in found[1] and "yesterday" not in found[1]
+
+
+@pytest.mark.parametrize("query", ["why does the pool time out", "a few retries fail", "days of the week enum", ""])
+def test_no_time_phrase(query: str) -> None:
+    assert when.find(query, NOW) is None
+
+
+def test_closeness_falls_off_outside_the_window() -> None:
+    span = (NOW - timedelta(days=2), NOW - timedelta(days=1))
+    inside = (NOW - timedelta(days=1.5)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    one_width_out = (NOW - timedelta(days=3)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    assert when.closeness(inside, span) == 1.0
+    assert when.closeness(one_width_out, span) == pytest.approx(0.5)
+    assert when.closeness("not a time", span) == 0.0
+
+
+def test_a_named_time_ranks_events_from_then_first(tmp_path: Path) -> None:
+    store = Store(tmp_path / "m.db", "p")
+
+    def at(days: float) -> str:
+        return (NOW - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+    store.append(
+        [
+            NewEvent("agent_response", "old", "Bought a new kitchen blender for smoothies", "1", {}, ts=at(10)),
+            NewEvent("agent_response", "new", "Bought a new kitchen kettle, the old one leaked", "2", {}, ts=at(1)),
+        ]
+    )
+    retriever = Retriever(store, config.Config())
+    assert "kettle" in retriever.search("what kitchen thing did I buy?", now=NOW)[0].event.content
+    hits = retriever.search("what kitchen thing did I buy 10 days ago?", now=NOW)
+    assert "blender" in hits[0].event.content and hits[0].sources["when"] == 1.0
+    assert "kettle" in hits[1].event.content and hits[1].sources["when"] < 1.0
+    store.close()
