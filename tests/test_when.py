@@ -38,7 +38,9 @@ def test_windows(query: str, expected: tuple[float, float]) -> None:
     assert "ago" not in found[1] and "yesterday" not in found[1]
 
 
-@pytest.mark.parametrize("query", ["why does the pool time out", "a few retries fail", "days of the week enum", ""])
+@pytest.mark.parametrize(
+    "query", ["why does the pool time out", "a few retries fail", "days of the week enum", "a movie to watch tonight", ""]
+)
 def test_no_time_phrase(query: str) -> None:
     assert when.find(query, NOW) is None
 

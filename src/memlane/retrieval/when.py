@@ -40,7 +40,7 @@ _AGO = re.compile(rf"\b{_COUNT}\s+{_UNIT}\s+ago\b", re.IGNORECASE)
 _SPAN = re.compile(rf"\b(?:past|last|previous)\s+{_COUNT}\s+{_UNIT}\b", re.IGNORECASE)
 _LAST = re.compile(r"\b(?:last|previous)\s+(week|month|year)\b", re.IGNORECASE)
 _THIS = re.compile(r"\bthis\s+(week|month|year)\b", re.IGNORECASE)
-_DAY = re.compile(r"\b(today|this morning|tonight|yesterday|last night)\b", re.IGNORECASE)
+_DAY = re.compile(r"\b(today|this morning|yesterday|last night)\b", re.IGNORECASE)  # not "tonight": that asks ahead
 
 
 def _count(word: str) -> float:
