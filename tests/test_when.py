@@ -39,7 +39,8 @@ def test_windows(query: str, expected: tuple[float, float]) -> None:
 
 
 @pytest.mark.parametrize(
-    "query", ["why does the pool time out", "a few retries fail", "days of the week enum", "a movie to watch tonight", ""]
+    "query",
+    ["why does the pool time out", "a few retries fail", "days of the week enum", "a movie to watch tonight", ""],
 )
 def test_no_time_phrase(query: str) -> None:
     assert when.find(query, NOW) is None
