@@ -23,6 +23,7 @@ class Neighbour(NamedTuple):
     similarity: float
     type: str
     ts: str
+    session_id: str
 
 
 def table_name(version: str) -> str:
@@ -122,7 +123,7 @@ class VectorIndex:
         table.merge_insert("id").when_matched_update_all().when_not_matched_insert_all().execute(data)
 
     def nearest(self, vector: Any, k: int, where: str | None = None) -> dict[str, Neighbour]:
-        """The k nearest events, best chunk per event, best first, with the type and time their rows carry.
+        """The k nearest events, best chunk per event, best first, with the type, time and session their rows carry.
 
         Type and time are enough to rank a candidate, so a caller reads from the store only the events
         that make its final list (each read is a page lookup that a search pays for).
@@ -137,11 +138,11 @@ class VectorIndex:
         if self.has_index():
             query = query.nprobes(NPROBES)
         best: dict[str, Neighbour] = {}
-        for row in query.select(["event_id", "type", "ts", "_distance"]).to_list():
+        for row in query.select(["event_id", "type", "ts", "session_id", "_distance"]).to_list():
             sim = 1.0 - float(row["_distance"])
             known = best.get(row["event_id"])
             if known is None or sim > known.similarity:
-                best[row["event_id"]] = Neighbour(sim, row["type"] or "", row["ts"] or "")
+                best[row["event_id"]] = Neighbour(sim, row["type"] or "", row["ts"] or "", row["session_id"] or "")
         ranked = sorted(best.items(), key=lambda kv: -kv[1].similarity)[:k]
         return dict(ranked)
 
