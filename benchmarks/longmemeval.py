@@ -1,6 +1,6 @@
 """LongMemEval retrieval through memlane's own store and retrieval code, one isolated store per question.
 
-    python benchmarks/longmemeval.py [--data PATH] [--limit N] [--stride K] [--mode text|hybrid]
+    python benchmarks/longmemeval.py [--data PATH] [--limit N] [--stride K] [--mode text|hybrid] [--cache DIR]
 
 Every haystack turn becomes an event (user → user_prompt, assistant → agent_response) in a fresh
 SQLite store (and, in hybrid mode, a fresh LanceDB index filled by memlane's embedder); the question
@@ -47,7 +47,9 @@ def ndcg(ranked: list[str], relevant: set[str], k: int) -> float:
     return dcg / ideal if ideal else 0.0
 
 
-def build(question: dict[str, Any], workdir: Path, embedder: Any) -> tuple[Any, Any, dict[str, str]]:
+def build(
+    question: dict[str, Any], workdir: Path, embedder: Any, cache: Path | None = None
+) -> tuple[Any, Any, dict[str, str]]:
     from memlane import config
     from memlane.store import NewEvent, Store
 
@@ -70,11 +72,13 @@ def build(question: dict[str, Any], workdir: Path, embedder: Any) -> tuple[Any, 
     if embedder is not None:
         from memlane.vectors import process_outbox  # noqa: F401 - fails early if missing
 
-        index = _index(store, embedder, workdir, config.Config())
+        index = _index(store, embedder, workdir, config.Config(), cache, question["question_id"])
     return store, index, turn_ids
 
 
-def _index(store: Any, embedder: Any, workdir: Path, cfg: Any) -> Any:
+def _index(store: Any, embedder: Any, workdir: Path, cfg: Any, cache: Path | None, qid: str) -> Any:
+    import numpy as np
+
     from memlane.vectors import VectorIndex
 
     os.environ["MEMLANE_HOME"] = str(workdir / "home")
@@ -84,7 +88,16 @@ def _index(store: Any, embedder: Any, workdir: Path, cfg: Any) -> Any:
     for event in events:
         for n, chunk in enumerate(embedder.chunk(event.content)):
             rows.append((event, n, chunk))
-    vectors = embedder.embed_passages([c for _, _, c in rows])
+    # Embedding a haystack takes ~30 s here; --cache keeps the vectors so ranking changes can be
+    # re-measured in minutes. The file name carries the model version, so a model change re-embeds.
+    saved = cache / f"{qid}.{embedder.version.replace('/', '_')}.npy" if cache else None
+    if saved is not None and saved.exists() and len(loaded := np.load(saved)) == len(rows):
+        vectors = list(loaded)
+    else:
+        vectors = embedder.embed_passages([c for _, _, c in rows])
+        if saved is not None:
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            np.save(saved, np.asarray(vectors, dtype=np.float32))
     index.upsert(
         [
             {"event_id": e.id, "chunk": n, "vector": v, "type": e.type, "session_id": e.session_id, "ts": e.ts}
@@ -100,6 +113,7 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions (CI-sized runs)")
     ap.add_argument("--stride", type=int, default=1, help="every K-th question: a sample across all question types")
     ap.add_argument("--mode", choices=["text", "hybrid"], default="hybrid")
+    ap.add_argument("--cache", type=Path, help="keep haystack vectors here between runs (hybrid mode)")
     args = ap.parse_args()
     if not args.data.exists():
         raise SystemExit(f"no data at {args.data} (pass --data)")
@@ -122,7 +136,7 @@ def main() -> None:
     for n, q in enumerate(questions, 1):
         workdir = Path(tempfile.mkdtemp(prefix="lme-"))
         try:
-            store, index, answer_turns = build(q, workdir, embedder)
+            store, index, answer_turns = build(q, workdir, embedder, args.cache)
             retriever = Retriever(store, cfg, embedder, index)
             t0 = time.perf_counter()
             # The question is asked on its own date: "two weeks ago" means two weeks before that.

@@ -278,6 +278,9 @@ def test_matcher_thresholds_are_reachable() -> None:
     assert scoring.classify([perfect, 0.5], cfg) == ["high", "none"]
     assert scoring.classify([0.95, 0.94], cfg) == ["suggested", "suggested"]  # no lead → not high
     assert scoring.classify([0.7], cfg) == ["none"]
+    # The lead is over the best result from another session: the top result's own session backs it up.
+    assert scoring.classify([0.96, 0.95, 0.5], cfg, ["a", "a", "b"]) == ["high", "suggested", "none"]
+    assert scoring.classify([0.96, 0.95, 0.94], cfg, ["a", "a", "b"])[0] == "suggested"
     vector_only = scoring.fuse(0.0, scoring.vector_score(0.6, cfg), 1.0, 1.0, cfg)
     assert vector_only >= cfg.high_threshold  # a close paraphrase alone can be high
 

@@ -73,3 +73,41 @@ def test_a_named_time_ranks_events_from_then_first(tmp_path: Path) -> None:
     assert "blender" in hits[0].event.content and hits[0].sources["when"] == 1.0
     assert "kettle" in hits[1].event.content and hits[1].sources["when"] < 1.0
     store.close()
+
+
+def test_a_named_time_also_draws_meaning_matches_from_then(tmp_path: Path) -> None:
+    """Closer paraphrases from other times fill the nearest-vector candidates; the event from the time the
+    query names, which shares no words with it, still comes back."""
+    from memlane.embed import get_embedder
+    from memlane.vectors import VectorIndex
+
+    def at(days: float) -> str:
+        return (NOW - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+    cfg = config.Config()
+    cfg.retrieval.candidates = 2
+    embedder = get_embedder(cfg.embedding)
+    store = Store(tmp_path / "m.db", "p")
+    texts = [
+        ("The deploy failed: the staging cluster rejected the image", 30),
+        ("Deploy to staging failed again, image pull error", 25),
+        ("Why the deploy failed: staging cluster out of disk", 20),
+        ("Rolled back release: build broke on CI", 2),
+    ]
+    ids = store.append([NewEvent("agent_response", f"s{i}", t, str(i), {}, ts=at(d)) for i, (t, d) in enumerate(texts)])
+    index = VectorIndex("p", embedder.version, embedder.dim, cfg.vectors)
+    events = store.by_ids(ids.inserted)
+    vectors = embedder.embed_passages([e.content for e in events])
+    index.upsert(
+        [
+            {"event_id": e.id, "chunk": 0, "vector": v, "type": e.type, "session_id": e.session_id, "ts": e.ts}
+            for e, v in zip(events, vectors, strict=True)
+        ]
+    )
+    retriever = Retriever(store, cfg, embedder, index)
+    plain = retriever.search("why did the deploy fail?", now=NOW)
+    assert ids.inserted[3] not in {h.event.id for h in plain}, "not among the nearest without a time"
+    hits = retriever.search("why did the deploy fail a couple of days ago?", now=NOW)
+    rollback = next(h for h in hits if h.event.id == ids.inserted[3])
+    assert rollback.sources["vector"] > 0 and rollback.sources["when"] == 1.0
+    store.close()

@@ -153,6 +153,9 @@ class RetrievalConfig(Section):
     session_support: float = _f(
         0.3, "How much the best other match from the same session lifts a result (0 = off); it never lowers one."
     )
+    exchange_support: float = _f(
+        0.5, "How much a prompt and the answer that followed it lift each other (0 = off); never lowers one."
+    )
     recency_half_life_days: float = _f(30.0, "Recency halves every N days.")
     high_threshold: float = _f(0.92, "Score at or above which (with the gap) a match is 'high'.")
     high_gap: float = _f(0.03, "Minimum lead of the top result over the next for 'high'.")

@@ -30,6 +30,7 @@ def _executor() -> Any:
 
 
 _TOKEN = re.compile(r"[^\W_]+")
+EXCHANGE_DEPTH = 30  # candidates whose exchange is looked up
 WHEN_WEIGHT = 0.4  # how much of its score an event loses when it is far from the time a query names
 
 
@@ -153,6 +154,7 @@ class Retriever:
         filters: dict[str, Any] = {"session": session, "types": types, "since": since, "until": until}
         pending = self._embed_async(query, query_vector)
         text_hits = self.store.fts(words, limit=rcfg.candidates, exclude_ids=exclude_ids, **filters)
+        inside = None
         if span is not None:  # also the best matches from the time the query names, however few
             since = max(filter(None, [filters["since"], _iso(span[0])]))
             until = min(filter(None, [filters["until"], _iso(span[1])]))
@@ -165,6 +167,9 @@ class Retriever:
         terms, grams = query_terms(words)
         total, df = doc_freqs(self.store, {t for term in terms for t in term})  # still overlapping the embedding
         near = self._vector_candidates(pending, exclude_ids, filters)
+        if inside is not None:  # and by meaning, from inside that time
+            for event_id, neighbour in self._vector_candidates(pending, exclude_ids, inside).items():
+                near.setdefault(event_id, neighbour)
         weights = [sum(scoring.idf(total, df.get(t, 0)) for t in term) / len(term) for term in terms]
         ranked: list[_Candidate] = []
         for event_id in {**events, **near}:
@@ -195,13 +200,62 @@ class Retriever:
                 sources["when"] = when.closeness(ts, span)
                 score *= 1 - WHEN_WEIGHT * (1 - sources["when"])
             ranked.append(_Candidate(score, ts, event_id, event, sources, session_id))
+        ranked = self._exchange_support(ranked, rcfg.exchange_support, set(exclude_ids))
         ranked = _session_support(ranked, rcfg.session_support)
         ranked.sort(key=lambda c: (c.ts, c.event.seq if c.event else 0), reverse=True)  # ties: newest first
         ranked.sort(key=lambda c: -c.score)
         hits = self._resolve(ranked, limit, filters)
-        for hit, label in zip(hits, scoring.classify([h.score for h in hits], rcfg), strict=True):
+        labels = scoring.classify([h.score for h in hits], rcfg, [h.event.session_id for h in hits])
+        for hit, label in zip(hits, labels, strict=True):
             hit.confidence = label
         return hits
+
+    def _exchange_support(self, ranked: list[_Candidate], weight: float, exclude: set[str]) -> list[_Candidate]:
+        """Lift the members of one exchange (a user prompt and what followed it) by each other.
+
+        A prompt states what was wanted and the answer how it went; when the answer matches a query,
+        the prompt that asked for it is likely wanted too, even if it shares few words with the query.
+        Prompts of strong matches join the candidates this way. Only the top ``EXCHANGE_DEPTH``
+        candidates are looked at, so the cost is a few indexed reads per search.
+        """
+        if weight <= 0 or not ranked:
+            return ranked
+        ranked.sort(key=lambda c: -c.score)
+        head = ranked[:EXCHANGE_DEPTH]
+        found = {e.id: e for e in self.store.by_ids([c.event_id for c in head if c.event is None])}
+        head = [c._replace(event=c.event or found.get(c.event_id)) for c in head]
+        ranked[: len(head)] = head
+        prompts = self.store.exchange_prompts(
+            [c.event for c in head if c.event is not None and c.event.type != "user_prompt"]
+        )
+        group: dict[str, str] = {}
+        for c in head:
+            if c.event is not None and c.event.type == "user_prompt":
+                group[c.event_id] = c.event_id
+            elif c.event_id in prompts:
+                group[c.event_id] = prompts[c.event_id].id
+        best: dict[str, list[float]] = {}
+        for c in head:
+            if c.event_id in group:
+                scores = best.setdefault(group[c.event_id], [])
+                scores.append(c.score)
+                scores.sort(reverse=True)
+                del scores[2:]
+        out = []
+        for c in ranked:
+            scores = best.get(group.get(c.event_id, ""), [])
+            others = scores[1:] if scores and scores[0] == c.score else scores
+            if others:
+                c.sources["exchange"] = others[0]
+                c = c._replace(score=c.score + weight * others[0] * (1 - c.score))
+            out.append(c)
+        present = {c.event_id for c in ranked}
+        for prompt in {p.id: p for p in prompts.values()}.values():
+            if prompt.id in present or prompt.id in exclude:
+                continue
+            lift = best[prompt.id][0]
+            out.append(_Candidate(weight * lift, prompt.ts, prompt.id, prompt, {"exchange": lift}, prompt.session_id))
+        return out
 
     def _resolve(self, ranked: list[_Candidate], limit: int, filters: dict[str, Any]) -> list[Hit]:
         """The first ``limit`` ranked candidates as hits, reading the vector-only ones from the store.

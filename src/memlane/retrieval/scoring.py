@@ -74,13 +74,18 @@ def fuse(text: float, vector: float, fresh: float, prior: float, cfg: RetrievalC
     return clamp(share * evidence + extra)
 
 
-def classify(scores: list[float], cfg: RetrievalConfig) -> list[str]:
-    """Per result (best first): 'high', 'suggested' or 'none'. High needs a lead over the runner-up."""
+def classify(scores: list[float], cfg: RetrievalConfig, groups: list[str] | None = None) -> list[str]:
+    """Per result (best first): 'high', 'suggested' or 'none'. High needs a lead over the runner-up.
+
+    With ``groups`` (each result's session), the runner-up is the next result from another group:
+    a question and its answer both matching is support for the top result, not competition.
+    """
+    groups = groups or [str(i) for i in range(len(scores))]
+    rivals = [s for s, g in zip(scores[1:], groups[1:], strict=True) if g != groups[0]]
+    runner_up = rivals[0] if rivals else 0.0
     labels = []
     for i, score in enumerate(scores):
-        runner_up = scores[i + 1] if i + 1 < len(scores) else 0.0
-        best_so_far = i == 0
-        if best_so_far and score >= cfg.high_threshold and score - runner_up >= cfg.high_gap:
+        if i == 0 and score >= cfg.high_threshold and score - runner_up >= cfg.high_gap:
             labels.append("high")
         elif score >= cfg.suggest_threshold:
             labels.append("suggested")

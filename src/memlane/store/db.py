@@ -481,6 +481,20 @@ class Store:
                 yield _event(row)
             last = rows[-1][0]
 
+    def exchange_prompts(self, events: Sequence[Event]) -> dict[str, Event]:
+        """For each event, the user prompt that opened its exchange (the latest prompt of its session
+        at or before it), keyed by the event's id. Events with no prompt before them are left out."""
+        out: dict[str, Event] = {}
+        for event in events:
+            row = self.db.execute(
+                f"SELECT {_EVENT_COLUMNS} FROM events WHERE session_id = ? AND seq <= ? AND type = 'user_prompt' "
+                "ORDER BY seq DESC LIMIT 1",
+                (event.session_id, event.seq),
+            ).fetchone()
+            if row is not None:
+                out[event.id] = _event(row)
+        return out
+
     def neighbours(self, event: Event, before: int = 3, after: int = 3) -> list[Event]:
         """Events of the same session around ``event``, in order, including it."""
         prev = self.db.execute(
