@@ -225,6 +225,9 @@ class ContextConfig(Section):
         ".claude/docs/memory/memory.md", "Workflow progress file (relative to the project root), kept as persistent."
     )
     files_touched: int = _f(8, "Files touched this session listed in the volatile block.")
+    learned_preferences: int = _f(
+        20, "Standing preferences learned from your prompts ('always use pnpm') kept as persistent (0 = off)."
+    )
 
 
 class Config:

@@ -137,6 +137,22 @@ def _session_end_summary(store: Store, session_id: str, payload: dict[str, Any])
         )
 
 
+def _learn_preferences(store: Store, proj: project.Project, cfg: config.Config, event_id: str, text: str) -> None:
+    """A prompt that states a standing rule ("always use pnpm") adds it to the learned preferences."""
+    if not (cfg.context.enabled and cfg.context.learned_preferences > 0):
+        return
+    from memlane.context import preferences
+
+    if not preferences.extract(text):  # most prompts: a regex, no read, no write
+        return
+    try:
+        event = store.get(event_id)
+        if event is not None:
+            preferences.learn(proj.id, event, cfg.context.learned_preferences)
+    except (OSError, sqlite3.Error) as exc:
+        log("hooks", "warning", f"preference not learned: {exc!r}")
+
+
 def prompt_context(
     store: Store, proj: project.Project, payload: dict[str, Any], cfg: config.Config, exclude_ids: list[str]
 ) -> str:
@@ -215,6 +231,8 @@ def handle(event: str, raw: bytes) -> str:
         if event == "SessionEnd":
             _session_end_summary(store, payload["session_id"], payload)
         note = _workflow(event, payload, proj, cfg, response)
+        if event == "UserPromptSubmit" and batch and ids:
+            _learn_preferences(store, proj, cfg, ids[0], batch[0].content)
         if event not in INJECTING or not cfg.injection.enabled:
             return ""
         if event == "UserPromptSubmit":

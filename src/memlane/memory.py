@@ -120,6 +120,10 @@ class Memory:
         scope, value = _describe(selector)
         count = self.store.forget(targets, scope, value)
         self._forget_vectors([t[0] for t in targets])
+        if any(kind == "user_prompt" for _, kind in targets):
+            from memlane.context import preferences
+
+            preferences.prune(self.store, self.project.id)  # a forgotten prompt's preference goes too
         return count
 
     def _forget_vectors(self, event_ids: list[str]) -> None:

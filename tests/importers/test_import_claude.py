@@ -242,3 +242,21 @@ def test_appended_session_imports_only_the_new_lines(proj: Path, claude_dir: Pat
     assert after["session_summary"] == 1, "the import's summary is replaced, not stacked"
     summary = next(e for e in events_of(proj) if e.type == "session_summary")
     assert "kiwi" in summary.content
+
+
+def test_standing_preferences_in_imported_prompts_are_learned(proj: Path, claude_dir: Path) -> None:
+    from memlane.context import preferences
+    from memlane.context.scope import ContextScope, PersistenceKind
+    from memlane.context.store import project_store
+
+    session = ClaudeSession("s-prefs-0001", proj)
+    session.prompt("Always use pnpm, not npm. <private>never share key 4111</private> Add lodash.")
+    session.text("Added lodash with pnpm.")
+    session.write(claude_dir)
+    run_import(proj, dry_run=True)
+    pid = project.identify(proj).id
+    store = project_store(pid, ContextScope.APP, PersistenceKind.PERSISTENT)
+    assert preferences.KEY not in store.snapshot(), "a dry run learns nothing"
+    run_import(proj)
+    learned = preferences.parse(store.snapshot().get(preferences.KEY))
+    assert [text for text, _ in learned] == ["Always use pnpm, not npm."]

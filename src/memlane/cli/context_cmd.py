@@ -163,6 +163,32 @@ def unset(ctx: click.Context, key: str, persistent: bool) -> None:
     click.echo(f"{key} removed [{result['store']}]")
 
 
+@context_group.command("learn")
+@click.option("--json", "as_json", is_flag=True, help="The learned preferences as JSON.")
+@click.pass_context
+def learn(ctx: click.Context, as_json: bool) -> None:
+    """Learn standing preferences from the project's newest prompts and list them.
+
+    The UserPromptSubmit hook does this as you type ("always use pnpm", "never push to main"); run it
+    after an import, or to see what memlane has learned. Forget a prompt to forget its preference.
+    """
+    from memlane.context import preferences
+
+    cfg = config.load()
+    with ctx.find_root().obj.memory() as mem:
+        preferences.relearn(mem.store, mem.project.id, cfg.context.learned_preferences)
+        learned = preferences.parse(
+            project_store(mem.project.id, ContextScope.APP, PersistenceKind.PERSISTENT).snapshot().get(preferences.KEY)
+        )
+    if as_json:
+        render.emit_json([{"preference": text, "citation": cite} for text, cite in learned])
+    elif not learned:
+        click.echo("no standing preferences found in your prompts yet")
+    else:
+        for text, cite in learned:
+            click.echo(f"[{cite}] {text}")
+
+
 @context_group.command("compose")
 @click.option("--task", "-t", "task_type", required=True, type=click.Choice(sorted(TASKS)), help="Task type.")
 @click.option("--body", "-b", help="The body text ('-' reads stdin). Default: what memlane itself would send.")

@@ -508,6 +508,8 @@ class PromptComposer:
             index, (key, _value) = item
             if key == "preferences":
                 return (0, 0, index)
+            if key == "learnedPreferences":
+                return (0, 1, index)
             if key == "workflowProgress":
                 return (2, 0, index)
             if key.startswith("rules/"):

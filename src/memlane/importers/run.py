@@ -17,6 +17,7 @@ from typing import Any
 from memlane import config, project
 from memlane.importers import claude, codex
 from memlane.importers.common import ParsedSession
+from memlane.logs import log
 from memlane.memory import Memory
 from memlane.store import keys
 from memlane.store.db import NewEvent
@@ -247,7 +248,18 @@ class Importer:
                 report.add(FileResult(c, "error", message=f"{type(exc).__name__}: {exc}"))
             if progress:
                 progress(c)
+        self._learn(report)
         return report
+
+    def _learn(self, report: Report) -> None:
+        """Standing preferences stated in imported prompts ("always use pnpm") become learned ones."""
+        from memlane.context import preferences
+
+        for project_id in {f.project for f in report.files if f.status == "imported" and f.new and f.project}:
+            try:
+                preferences.relearn(self.memories[project_id].store, project_id, self.cfg.context.learned_preferences)
+            except (OSError, KeyError) as exc:
+                log("import", "warning", f"preferences not learned for {project_id}: {exc!r}")
 
     def one(self, c: Candidate) -> FileResult:
         assert c.target is not None
