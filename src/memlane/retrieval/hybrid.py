@@ -97,32 +97,40 @@ class _Candidate(NamedTuple):
     session_id: str
 
 
-def _session_support(ranked: list[_Candidate], weight: float) -> list[_Candidate]:
-    """Lift each candidate by the best other candidate from its session.
+def _lift(ranked: list[_Candidate], group_of: dict[str, str], weight: float, label: str) -> list[_Candidate]:
+    """Lift each candidate by the best other candidate of its group, part of the way to 1.
 
-    A question and its answer, or a bug and its fix, usually sit in one session: when several of a
-    session's events match, each is likelier to be the one wanted. The lift fills part of the gap to
-    1 (a score never drops, so a lone strong match keeps its "high"). Measured on LongMemEval (full
-    text): turn-level recall@10 0.827 → 0.853, session recall_any@5 0.966 → 0.970.
+    A score never drops, so a lone strong match keeps its "high". The lift is recorded in
+    ``sources[label]``.
     """
-    if weight <= 0:
-        return ranked
     top: dict[str, list[float]] = {}
     for c in ranked:
-        if c.session_id:
-            best = top.setdefault(c.session_id, [])
+        if group := group_of.get(c.event_id):
+            best = top.setdefault(group, [])
             best.append(c.score)
             best.sort(reverse=True)
             del best[2:]
     out = []
     for c in ranked:
-        best = top.get(c.session_id, [])
+        best = top.get(group_of.get(c.event_id, ""), [])
         others = best[1:] if best and best[0] == c.score else best  # the best score that is not c's own
         if others:
-            c.sources["session"] = others[0]
+            c.sources[label] = others[0]
             c = c._replace(score=c.score + weight * others[0] * (1 - c.score))
         out.append(c)
     return out
+
+
+def _session_support(ranked: list[_Candidate], weight: float) -> list[_Candidate]:
+    """Lift each candidate by the best other candidate from its session.
+
+    A question and its answer, or a bug and its fix, usually sit in one session: when several of a
+    session's events match, each is likelier to be the one wanted. Measured on LongMemEval (full
+    text): turn-level recall@10 0.827 → 0.853, session recall_any@5 0.966 → 0.970.
+    """
+    if weight <= 0:
+        return ranked
+    return _lift(ranked, {c.event_id: c.session_id for c in ranked if c.session_id}, weight, "session")
 
 
 class Retriever:
@@ -234,26 +242,12 @@ class Retriever:
                 group[c.event_id] = c.event_id
             elif c.event_id in prompts:
                 group[c.event_id] = prompts[c.event_id].id
-        best: dict[str, list[float]] = {}
-        for c in head:
-            if c.event_id in group:
-                scores = best.setdefault(group[c.event_id], [])
-                scores.append(c.score)
-                scores.sort(reverse=True)
-                del scores[2:]
-        out = []
-        for c in ranked:
-            scores = best.get(group.get(c.event_id, ""), [])
-            others = scores[1:] if scores and scores[0] == c.score else scores
-            if others:
-                c.sources["exchange"] = others[0]
-                c = c._replace(score=c.score + weight * others[0] * (1 - c.score))
-            out.append(c)
+        out = _lift(ranked, group, weight, "exchange")
         present = {c.event_id for c in ranked}
         for prompt in {p.id: p for p in prompts.values()}.values():
             if prompt.id in present or prompt.id in exclude:
                 continue
-            lift = best[prompt.id][0]
+            lift = max(c.score for c in head if group.get(c.event_id) == prompt.id)
             out.append(_Candidate(weight * lift, prompt.ts, prompt.id, prompt, {"exchange": lift}, prompt.session_id))
         return out
 
