@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -111,3 +112,29 @@ def test_relearn_reads_history_and_the_cli_lists_it(proj: Path) -> None:
     assert "We always squash merge." in result.output and "says the agent" not in result.output
     result = CliRunner().invoke(cli, ["-C", str(proj), "context", "learn", "--json"])
     assert [p["preference"] for p in json.loads(result.output)] == ["We always squash merge."]
+
+
+def _learn_at_once(barrier: Any, project_id: str, event: Any) -> None:
+    barrier.wait()
+    preferences.learn(project_id, event, 20)
+
+
+def test_prompts_of_parallel_sessions_each_keep_their_preference(proj: Path) -> None:
+    """Each hook process reads, merges and writes the file; the lock keeps one from overwriting another."""
+    import multiprocessing
+
+    with Memory.open(str(proj)) as mem:
+        ids = mem.store.append(
+            [NewEvent("user_prompt", f"s{i}", f"Always run check number {i} first.", "1", {}) for i in range(8)]
+        ).inserted
+        events = mem.store.by_ids(ids)
+        pid = mem.project.id
+    ctx = multiprocessing.get_context("fork")
+    barrier = ctx.Barrier(len(events))
+    workers = [ctx.Process(target=_learn_at_once, args=(barrier, pid, e)) for e in events]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(30)
+        assert w.exitcode == 0
+    assert sorted(t for t, _ in learned(proj)) == sorted(f"Always run check number {i} first." for i in range(8))

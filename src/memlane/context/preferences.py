@@ -90,10 +90,11 @@ def learn(project_id: str, event: Event, limit: int) -> list[str]:
     if not sentences:
         return []
     store = project_store(project_id, ContextScope.APP, PersistenceKind.PERSISTENT)
-    current = parse(store.snapshot().get(KEY))
-    merged = merge(current, [(s, event.cite) for s in sentences], limit)
-    if merged != current:
-        store.put_all({KEY: render(merged)})
+    with store.lock():  # two sessions' prompts at once must not lose one's preference
+        current = parse(store.snapshot().get(KEY))
+        merged = merge(current, [(s, event.cite) for s in sentences], limit)
+        if merged != current:
+            store.put_all({KEY: render(merged)})
     return sentences
 
 
@@ -106,21 +107,20 @@ def relearn(store: Store, project_id: str, limit: int) -> int:
     for event in store.history(types=["user_prompt"], limit=SCAN_PROMPTS):  # newest first
         found.extend((s, event.cite) for s in extract(event.content))
     ctx = project_store(project_id, ContextScope.APP, PersistenceKind.PERSISTENT)
-    current = parse(ctx.snapshot().get(KEY))
-    merged = merge(current, found, limit) if found else current
-    if merged != current:
-        ctx.put_all({KEY: render(merged)})
+    with ctx.lock():
+        current = parse(ctx.snapshot().get(KEY))
+        merged = merge(current, found, limit) if found else current
+        if merged != current:
+            ctx.put_all({KEY: render(merged)})
     return len(merged)
 
 
 def prune(store: Store, project_id: str) -> int:
     """Drop preferences whose prompt is gone (forgotten); returns how many were dropped."""
     ctx = project_store(project_id, ContextScope.APP, PersistenceKind.PERSISTENT)
-    value = ctx.snapshot().get(KEY)
-    current = parse(value)
-    if not current:
-        return 0
-    kept = [(text, cite) for text, cite in current if store.get(cite) is not None]
-    if len(kept) != len(current):
-        ctx.put_all({KEY: render(kept)} if kept else {}, remove=[] if kept else [KEY])
+    with ctx.lock():
+        current = parse(ctx.snapshot().get(KEY))
+        kept = [(text, cite) for text, cite in current if store.get(cite) is not None]
+        if len(kept) != len(current):
+            ctx.put_all({KEY: render(kept)} if kept else {}, remove=[] if kept else [KEY])
     return len(current) - len(kept)

@@ -14,6 +14,7 @@ from _thread import allocate_lock, get_ident
 
 from memlane import paths
 from memlane.context.scope import ContextScope, PersistenceKind
+from memlane.filelock import FileLock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -151,14 +152,21 @@ class FileContextStore(ContextStore):
         self.write(entries, remove)
 
     def clear(self) -> None:
-        with self._lock:
+        with self.lock(), self._lock:
             self._write({}, self._load()["meta"])
+
+    def lock(self) -> FileLock:
+        """The lock between processes for this file: hold it across a read-modify-write of your own."""
+        return FileLock(self.path + ".lock")
 
     def write(
         self, entries: Mapping[str, Any], remove: Iterable[str] = (), meta: Mapping[str, Any] | None = None
     ) -> None:
-        """Apply ``entries``/``remove`` and replace ``meta`` (when given) in one atomic write."""
-        with self._lock:
+        """Apply ``entries``/``remove`` and replace ``meta`` (when given) in one atomic write.
+
+        Under the file's lock, re-reading it first, so another process's write in between is kept.
+        """
+        with self.lock(), self._lock:
             current = self._load()
             merged = _apply(current["entries"], entries, remove)
             self._write(merged, dict(meta) if meta is not None else current["meta"])

@@ -14,15 +14,11 @@ import re
 import time
 
 from memlane import paths
+from memlane.filelock import FileLock
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
-
-try:
-    import fcntl
-except ImportError:  # Windows
-    fcntl = None  # type: ignore[assignment]
 
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 LINK_DIR = (".claude", "docs", "memory")
@@ -166,58 +162,9 @@ def save_meta(memory_id: str, meta: dict[str, Any]) -> None:
 
 # ---- locking -------------------------------------------------------------------------------------
 
-_held: dict[str, list[int]] = {}  # lock path -> [fd, depth]: re-entrant within one process
 
-
-class Lock:
-    """Exclusive lock on one workflow memory, re-entrant within a process (flock would deadlock)."""
+class Lock(FileLock):
+    """Exclusive lock on one workflow memory, re-entrant within a process."""
 
     def __init__(self, memory_id: str) -> None:
-        self.path = file(memory_id, ".lock")
-
-    def __enter__(self) -> Lock:
-        held = _held.get(self.path)
-        if held is not None:
-            held[1] += 1
-            return self
-        os.makedirs(os.path.dirname(self.path), exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            _acquire(fd)
-        except BaseException:
-            os.close(fd)
-            raise
-        _held[self.path] = [fd, 1]
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        held = _held[self.path]
-        held[1] -= 1
-        if held[1] == 0:
-            del _held[self.path]
-            _release(held[0])
-            os.close(held[0])
-
-
-def _acquire(fd: int) -> None:
-    if fcntl is not None:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        return
-    import msvcrt  # pragma: no cover - Windows
-
-    while True:  # pragma: no cover
-        try:
-            msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # type: ignore[attr-defined,unused-ignore]
-            return
-        except OSError:
-            time.sleep(0.05)
-
-
-def _release(fd: int) -> None:
-    if fcntl is not None:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return
-    import msvcrt  # pragma: no cover - Windows
-
-    os.lseek(fd, 0, os.SEEK_SET)  # pragma: no cover
-    msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)  # type: ignore[attr-defined,unused-ignore]  # pragma: no cover
+        super().__init__(file(memory_id, ".lock"))
