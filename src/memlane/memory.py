@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from memlane import config, project
+from memlane.logs import log
 from memlane.store.db import EVENT_TYPES, Event, Store
 
 
@@ -121,10 +122,17 @@ class Memory:
         count = self.store.forget(targets, scope, value)
         self._forget_vectors([t[0] for t in targets])
         if any(kind == "user_prompt" for _, kind in targets):
-            from memlane.context import preferences
-
-            preferences.prune(self.store, self.project.id)  # a forgotten prompt's preference goes too
+            self._forget_preferences()
         return count
+
+    def _forget_preferences(self) -> None:
+        """A forgotten prompt's learned preference goes too (the events are gone already: say so, don't fail)."""
+        from memlane.context import preferences
+
+        try:
+            preferences.prune(self.store, self.project.id)
+        except OSError as exc:
+            log("memory", "warning", f"learned preferences not pruned after forget: {exc!r}")
 
     def _forget_vectors(self, event_ids: list[str]) -> None:
         """Vectors are derived data, but they encode the forgotten text: remove them too."""

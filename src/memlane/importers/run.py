@@ -10,6 +10,7 @@ A ledger of (file, size, mtime) lets an unchanged file be skipped without parsin
 from __future__ import annotations
 
 import os
+import sqlite3
 from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -258,7 +259,7 @@ class Importer:
         for project_id in {f.project for f in report.files if f.status == "imported" and f.new and f.project}:
             try:
                 preferences.relearn(self.memories[project_id].store, project_id, self.cfg.context.learned_preferences)
-            except (OSError, KeyError) as exc:
+            except (OSError, KeyError, sqlite3.Error) as exc:
                 log("import", "warning", f"preferences not learned for {project_id}: {exc!r}")
 
     def one(self, c: Candidate) -> FileResult:
