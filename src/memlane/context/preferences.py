@@ -81,20 +81,26 @@ def merge(current: list[tuple[str, str]], new: list[tuple[str, str]], limit: int
     return out[:limit]
 
 
+def _remember(project_id: str, found: list[tuple[str, str]], limit: int) -> int:
+    """Put ``found`` (newest first) ahead of what is known, under the file's lock (two sessions'
+    prompts at once must not lose one's preference); returns how many are known afterwards."""
+    ctx = project_store(project_id, ContextScope.APP, PersistenceKind.PERSISTENT)
+    with ctx.lock():
+        current = parse(ctx.snapshot().get(KEY))
+        merged = merge(current, found, limit)
+        if merged != current:
+            ctx.put_all({KEY: render(merged)})
+    return len(merged)
+
+
 def learn(project_id: str, event: Event, limit: int) -> list[str]:
     """Learn from one stored user prompt; returns the sentences learned (usually none, and then nothing
     is read or written)."""
     if limit <= 0 or event.type != "user_prompt":
         return []
     sentences = extract(event.content)
-    if not sentences:
-        return []
-    store = project_store(project_id, ContextScope.APP, PersistenceKind.PERSISTENT)
-    with store.lock():  # two sessions' prompts at once must not lose one's preference
-        current = parse(store.snapshot().get(KEY))
-        merged = merge(current, [(s, event.cite) for s in sentences], limit)
-        if merged != current:
-            store.put_all({KEY: render(merged)})
+    if sentences:
+        _remember(project_id, [(s, event.cite) for s in sentences], limit)
     return sentences
 
 
@@ -106,13 +112,7 @@ def relearn(store: Store, project_id: str, limit: int) -> int:
     found: list[tuple[str, str]] = []
     for event in store.history(types=["user_prompt"], limit=SCAN_PROMPTS):  # newest first
         found.extend((s, event.cite) for s in extract(event.content))
-    ctx = project_store(project_id, ContextScope.APP, PersistenceKind.PERSISTENT)
-    with ctx.lock():
-        current = parse(ctx.snapshot().get(KEY))
-        merged = merge(current, found, limit) if found else current
-        if merged != current:
-            ctx.put_all({KEY: render(merged)})
-    return len(merged)
+    return _remember(project_id, found, limit)
 
 
 def prune(store: Store, project_id: str) -> int:

@@ -48,12 +48,6 @@ def _count(word: str) -> float:
     return float(word) if word.isdigit() else float(_NUMBERS[word])
 
 
-def window(query: str, now: datetime) -> tuple[datetime, datetime] | None:
-    """The (start, end) a query's relative time phrase points at, or None when it names no time."""
-    found = find(query, now)
-    return found[0] if found else None
-
-
 def find(query: str, now: datetime) -> tuple[tuple[datetime, datetime], str] | None:
     """(the window a relative time phrase points at, the query without the phrase), or None.
 
