@@ -3,7 +3,8 @@
     python benchmarks/longmemeval.py [--data PATH] [--limit N] [--stride K] [--mode text|hybrid] [--cache DIR]
 
 Every haystack turn becomes an event (user → user_prompt, assistant → agent_response) in a fresh
-SQLite store (and, in hybrid mode, a fresh LanceDB index filled by memlane's embedder); the question
+SQLite store (and, in hybrid mode, a fresh LanceDB index filled with the passages memlane's worker
+would embed: window chunks of every turn and each sentence of a user turn); the question
 is run through ``memlane.retrieval.hybrid.Retriever``. Prints session-level recall_any@5,
 recall_all@5, nDCG@10 and turn-level recall_any@10 over non-abstention questions.
 """
@@ -79,6 +80,7 @@ def build(
 def _index(store: Any, embedder: Any, workdir: Path, cfg: Any, cache: Path | None, qid: str) -> Any:
     import numpy as np
 
+    from memlane.embed.passages import passages
     from memlane.vectors import VectorIndex
 
     os.environ["MEMLANE_HOME"] = str(workdir / "home")
@@ -86,7 +88,7 @@ def _index(store: Any, embedder: Any, workdir: Path, cfg: Any, cache: Path | Non
     rows = []
     events = list(store.iter_events())
     for event in events:
-        for n, chunk in enumerate(embedder.chunk(event.content)):
+        for n, chunk in enumerate(passages(event.type, event.content, embedder)):
             rows.append((event, n, chunk))
     # Embedding a haystack takes ~30 s here; --cache keeps the vectors so ranking changes can be
     # re-measured in minutes. The file name carries the model version, so a model change re-embeds.

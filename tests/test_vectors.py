@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from memlane.config import EmbeddingConfig, RetrievalConfig
+from memlane.embed import passages
 from memlane.memory import Memory
 from memlane.retrieval import scoring
 from memlane.retrieval.engine import Engine
@@ -210,6 +211,27 @@ def test_model_change_reembeds_cleanly(mem: Memory, embedder: Any) -> None:
     from memlane.vectors.index import other_tables
 
     assert other_tables(mem.project.id, keep=new.name) == []  # the old model's vectors are gone
+
+
+def test_each_sentence_of_a_prompt_gets_a_vector(proj: Path, embedder: Any) -> None:
+    """A fact mentioned in passing inside a longer prompt is found by a question about it."""
+    m = Memory.open(proj)
+    prompt = (
+        "Can you suggest some new BBQ sauce recipes to try out? I've been making my own from scratch "
+        "and I'm always looking to improve. By the way, I just got a smoker today and I'm excited to use it."
+    )
+    answer = "Here are three BBQ sauce recipes: a Kansas City style, a Carolina vinegar sauce and a mustard sauce."
+    ids = m.store.append([NewEvent("user_prompt", "s1", prompt, "1"), NewEvent("agent_response", "s1", answer, "2")])
+    process_outbox(m, embedder)
+    index = VectorIndex(m.project.id, embedder.version, embedder.dim, m.config.vectors)
+    assert index.count() == 1 + 3 + 1, "the prompt whole and its three sentences; the answer whole"
+    query = embedder.embed_query("what kitchen appliance did I buy?")
+    whole = float(embedder.embed_passages([prompt])[0] @ query)
+    by_sentence = max(embedder.embed_passages(passages.sentences(prompt)) @ query)
+    best = index.nearest(query, 2)[ids.inserted[0]].similarity
+    assert best == pytest.approx(by_sentence, abs=1e-4) and best > whole + 0.05, (best, whole)
+    assert process_outbox(m, embedder).processed == 0 and index.count() == 5, "re-runs add nothing"
+    m.close()
 
 
 def test_reconcile_finds_gaps_and_orphans(mem: Memory, embedder: Any) -> None:

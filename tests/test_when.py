@@ -30,6 +30,10 @@ def days_ago(span: tuple[datetime, datetime]) -> tuple[float, float]:
         ("anything in the past 3 days?", (0.0, 3.0)),
         ("what did we ship last week", (3.5, 14.0)),
         ("the deploy this month", (0.0, 30.0)),
+        # NOW is a Monday: "last Saturday" is two days back, "last Monday" a week back (never today)
+        ("who did I go with last Saturday?", (1.0, 3.0)),
+        ("the release last Monday", (6.0, 8.0)),
+        ("what broke this past weekend", (0.0, 3.0)),
     ],
 )
 def test_windows(query: str, expected: tuple[float, float]) -> None:
@@ -40,7 +44,14 @@ def test_windows(query: str, expected: tuple[float, float]) -> None:
 
 @pytest.mark.parametrize(
     "query",
-    ["why does the pool time out", "a few retries fail", "days of the week enum", "a movie to watch tonight", ""],
+    [
+        "why does the pool time out",
+        "a few retries fail",
+        "days of the week enum",
+        "a movie to watch tonight",
+        "we deploy on Friday",
+        "",
+    ],
 )
 def test_no_time_phrase(query: str) -> None:
     assert when.find(query, NOW) is None

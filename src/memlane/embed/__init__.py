@@ -24,6 +24,7 @@ from typing import Any, Protocol
 import numpy as np
 
 from memlane.config import EmbeddingConfig
+from memlane.embed import passages
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
@@ -50,6 +51,11 @@ def e5_prefixes(model: str, cfg: EmbeddingConfig) -> tuple[str, str]:
     query = cfg.query_prefix or ("query: " if auto else "")
     passage = cfg.passage_prefix or ("passage: " if auto else "")
     return query, passage
+
+
+def _digest(fingerprint: str, dim: int, prefix: str) -> str:
+    """What a vector's meaning depends on: the model, its size, its prefix and how events are cut up."""
+    return hashlib.sha256(f"{fingerprint}|{dim}|{prefix}|{passages.SCHEME}".encode()).hexdigest()[:8]
 
 
 def _normalise(vectors: np.ndarray) -> np.ndarray:
@@ -87,7 +93,7 @@ class SentenceTransformerEmbedder:
         dimension = getattr(self.model, "get_embedding_dimension", None) or self.model.get_sentence_embedding_dimension
         self.dim = int(dimension() or 0)
         self.window = int(self.model.max_seq_length or 256)
-        digest = hashlib.sha256(f"{fingerprint}|{self.dim}|{self.passage_prefix}".encode()).hexdigest()[:8]
+        digest = _digest(fingerprint, self.dim, self.passage_prefix)
         self.version = f"{name}@{digest}"
         self._lock = threading.Lock()  # torch is thread-safe enough, but one batch at a time keeps latency flat
 
@@ -151,7 +157,7 @@ class OpenAIEmbedder:
         self.query_prefix, self.passage_prefix = e5_prefixes(cfg.model, cfg)
         self.max_chars = 6000
         self.dim = cfg.dimensions or int(self._request(["dimension probe"]).shape[1])
-        digest = hashlib.sha256(f"{self.url}|{cfg.model}|{self.dim}|{self.passage_prefix}".encode()).hexdigest()[:8]
+        digest = _digest(f"{self.url}|{cfg.model}", self.dim, self.passage_prefix)
         self.version = f"{cfg.model}@{digest}"
 
     def _request(self, texts: list[str]) -> np.ndarray:

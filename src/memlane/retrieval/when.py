@@ -40,6 +40,8 @@ _AGO = re.compile(rf"\b{_COUNT}\s+{_UNIT}\s+ago\b", re.IGNORECASE)
 _SPAN = re.compile(rf"\b(?:past|last|previous)\s+{_COUNT}\s+{_UNIT}\b", re.IGNORECASE)
 _LAST = re.compile(r"\b(?:last|previous)\s+(week|month|year)\b", re.IGNORECASE)
 _THIS = re.compile(r"\bthis\s+(week|month|year)\b", re.IGNORECASE)
+_WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+_WEEKDAY = re.compile(rf"\b(?:last|this past)\s+({'|'.join(_WEEKDAYS)}|weekend)\b", re.IGNORECASE)
 _DAY = re.compile(r"\b(today|this morning|yesterday|last night)\b", re.IGNORECASE)  # not "tonight": that asks ahead
 
 
@@ -63,6 +65,8 @@ def find(query: str, now: datetime) -> tuple[tuple[datetime, datetime], str] | N
     elif m := _LAST.search(query):
         days = _UNIT_DAYS[m.group(1).lower()]
         span = now - timedelta(days=2 * days), now - timedelta(days=days * 0.5)
+    elif m := _WEEKDAY.search(query):
+        span = _weekday(m.group(1).lower(), now)
     elif m := _THIS.search(query):
         span = now - timedelta(days=_UNIT_DAYS[m.group(1).lower()]), now
     elif m := _DAY.search(query):
@@ -72,6 +76,15 @@ def find(query: str, now: datetime) -> tuple[tuple[datetime, datetime], str] | N
     else:
         return None
     return span, (query[: m.start()] + " " + query[m.end() :]).strip()
+
+
+def _weekday(name: str, now: datetime) -> tuple[datetime, datetime]:
+    """The latest such day (or Saturday-Sunday) before today, half a day wider each side for time zones."""
+    first = _WEEKDAYS.index("saturday" if name == "weekend" else name)
+    back = (now.weekday() - first) % 7 or 7
+    start = (now - timedelta(days=back)).replace(hour=0, minute=0, second=0, microsecond=0)
+    days = 2 if name == "weekend" else 1
+    return start - timedelta(hours=12), start + timedelta(days=days, hours=12)
 
 
 def closeness(ts: str, span: tuple[datetime, datetime]) -> float:

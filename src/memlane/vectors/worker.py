@@ -21,6 +21,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from memlane import paths
+from memlane.embed.passages import passages
 from memlane.memory import Memory
 from memlane.store.keys import now_iso
 from memlane.vectors.index import VectorIndex, other_tables
@@ -132,7 +133,7 @@ def _embed_batch(memory: Memory, index: VectorIndex, embedder: Any, ids: list[st
     events = memory.store.by_ids(ids)
     pieces: list[tuple[Any, int, str]] = []
     for event in events:
-        for n, chunk in enumerate(embedder.chunk(event.content) or [event.content]):
+        for n, chunk in enumerate(passages(event.type, event.content, embedder)):
             pieces.append((event, n, chunk))
     vectors = embedder.embed_passages([p[2] for p in pieces]) if pieces else []
     index.upsert(
