@@ -4,6 +4,7 @@
 
 Events are generated text; their vectors are generated directly (random unit vectors mixed with a few
 topic directions, so similarity search has structure) instead of running the model a million times.
+A quarter of the events are prompts, and each carries two more vectors, as a prompt's sentences do.
 Queries use the real embedding model (warm, as in the daemon). Reports p50/p95 of
 ``Retriever.search`` — FTS5 + LanceDB (ANN index built when the table is large enough) + fusion.
 """
@@ -11,6 +12,7 @@ Queries use the real embedding model (warm, as in the daemon). Reports p50/p95 o
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import random
 import statistics
@@ -24,6 +26,8 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hook_latency import WORDS, sentence
 
+SENTENCE_ROWS = 2  # extra vectors per user prompt, as its sentences would have (memlane.embed.passages)
+
 
 def build(size: int, base: Path, embedder: object) -> tuple[object, object]:
     from memlane import config
@@ -33,38 +37,60 @@ def build(size: int, base: Path, embedder: object) -> tuple[object, object]:
     os.environ["MEMLANE_HOME"] = str(base / "home")
     cfg = config.Config()
     store = Store(base / f"memory-{size}.db", f"bench{size}")
-    dim = embedder.dim  # type: ignore[attr-defined]
-    index = VectorIndex(f"bench{size}", embedder.version, dim, cfg.vectors)  # type: ignore[attr-defined]
-    if store.count() >= size:
-        index.ensure_index()  # a store from an older run may carry another index type
-        return store, index
+    index = VectorIndex(f"bench{size}", embedder.version, embedder.dim, cfg.vectors)  # type: ignore[attr-defined]
     rng = random.Random(size)
-    nprng = np.random.default_rng(size)
-    topics = nprng.normal(size=(64, dim)).astype(np.float32)
     types = ["user_prompt", "agent_response", "tool_observation", "tool_observation"]
-    step = 10_000
     started = time.time()
-    for start in range(0, size, step):
-        n = min(step, size - start)
+    for start in range(store.count(), size, STEP):
+        n = min(STEP, size - start)
         events = [
             NewEvent(types[i % 4], f"s{(start + i) // 100}", sentence(rng, rng.randint(8, 40)), f"t{start + i}", {})
-            for i in range(n)
+            for i in range(start, start + n)
         ]
-        ids = store.append(events).inserted
-        rows = store.by_ids(ids)
-        mix = topics[nprng.integers(0, 64, size=n)] + 0.8 * nprng.normal(size=(n, dim)).astype(np.float32)
-        mix /= np.linalg.norm(mix, axis=1, keepdims=True)
-        index.upsert(
-            [
-                {"event_id": e.id, "chunk": 0, "vector": v, "type": e.type, "session_id": e.session_id, "ts": e.ts}
-                for e, v in zip(rows, mix, strict=True)
-            ]
-        )
+        store.append(events)
         store.db.execute("UPDATE outbox SET status = 'done'")
         print(f"\r  {size}: {start + n} events ({time.time() - started:.0f} s)", end="", file=sys.stderr, flush=True)
+    if index.count() == 0:  # new, or made for another model version: the events stay, vectors are redone
+        _fill_vectors(store, index, np.random.default_rng(size))
     print(file=sys.stderr)
     index.ensure_index()
     return store, index
+
+
+STEP = 10_000
+
+
+def _fill_vectors(store: object, index: object, nprng: np.random.Generator) -> None:
+    """Random unit vectors around 64 topic directions; each prompt's sentence rows lie near its own."""
+    dim = index.dim  # type: ignore[attr-defined]
+    topics = nprng.normal(size=(64, dim)).astype(np.float32)
+
+    def unit(v: np.ndarray) -> np.ndarray:
+        return v / np.linalg.norm(v, axis=-1, keepdims=True)
+
+    batch: list[object] = []
+    done = 0
+    for event in itertools.chain(store.iter_events(batch=STEP), [None]):  # type: ignore[attr-defined]
+        if event is not None:
+            batch.append(event)
+        if len(batch) < STEP and event is not None:
+            continue
+        n = len(batch)
+        if n == 0:
+            break
+        mix = unit(topics[nprng.integers(0, 64, size=n)] + 0.8 * nprng.normal(size=(n, dim)).astype(np.float32))
+        rows = []
+        for e, v in zip(batch, mix, strict=True):
+            meta = {"event_id": e.id, "type": e.type, "session_id": e.session_id, "ts": e.ts}  # type: ignore[attr-defined]
+            rows.append({**meta, "chunk": 0, "vector": v})
+            if e.type == "user_prompt":  # type: ignore[attr-defined]
+                for k in range(1, SENTENCE_ROWS + 1):
+                    rows.append({**meta, "chunk": k, "vector": unit(v + 0.7 * nprng.normal(size=dim) / dim**0.5)})
+        if rows:
+            index.upsert(rows)  # type: ignore[attr-defined]
+        done += n
+        batch = []
+        print(f"\r  vectors for {done} events", end="", file=sys.stderr, flush=True)
 
 
 def main() -> None:
