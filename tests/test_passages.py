@@ -20,6 +20,12 @@ def test_sentences_split_and_merge_short_fragments() -> None:
     ]
 
 
+def test_cjk_full_stops_end_sentences() -> None:
+    text = "数据库连接池在负载下超时了怎么办。顺便说一下，我今天买了一个烟熏炉！好的。"
+    first, second = "数据库连接池在负载下超时了怎么办。", "顺便说一下，我今天买了一个烟熏炉！ 好的。"
+    assert passages.sentences(text) == [first, second], "the two-character 好的 joins its neighbour"
+
+
 def test_one_sentence_has_no_sentence_passages() -> None:
     assert passages.sentences("Please make the login page accept SSO via Okta") == []
     assert passages.sentences("Fix it. Now.") == []  # fragments merge into one sentence

@@ -22,7 +22,13 @@ MIN_WORDS = 4  # a shorter fragment ("Thanks!", "Hi.") joins its neighbour: alon
 MAX_SENTENCES = 16  # a prompt with more is mostly pasted text; the windows still cover all of it
 MAX_CHARS = 600  # a longer "sentence" is a paste too, and the windows cover it
 
-_BREAK = re.compile(r"(?<=[.!?])\s+|\n+")
+_BREAK = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+")  # CJK full stops need no space after them
+_IDEOGRAPHS = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")  # kana and Han: written without spaces
+
+
+def _words(text: str) -> int:
+    """About how many words: spaced words, plus one per two kana or Han characters."""
+    return len(text.split()) + len(_IDEOGRAPHS.findall(text)) // 2
 
 
 def sentences(text: str) -> list[str]:
@@ -32,11 +38,11 @@ def sentences(text: str) -> list[str]:
         part = part.strip()
         if not part:
             continue
-        if out and len(out[-1].split()) < MIN_WORDS:
+        if out and _words(out[-1]) < MIN_WORDS:
             out[-1] = f"{out[-1]} {part}"
         else:
             out.append(part)
-    if len(out) > 1 and len(out[-1].split()) < MIN_WORDS:
+    if len(out) > 1 and _words(out[-1]) < MIN_WORDS:
         last = out.pop()
         out[-1] = f"{out[-1]} {last}"
     if len(out) < 2:
