@@ -26,6 +26,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from hook_latency import WORDS, sentence
 
+STEP = 10_000  # events per batch written
 SENTENCE_ROWS = 2  # extra vectors per user prompt, as its sentences would have (memlane.embed.passages)
 
 
@@ -55,9 +56,6 @@ def build(size: int, base: Path, embedder: object) -> tuple[object, object]:
     print(file=sys.stderr)
     index.ensure_index()
     return store, index
-
-
-STEP = 10_000
 
 
 def _fill_vectors(store: object, index: object, nprng: np.random.Generator) -> None:
