@@ -66,16 +66,10 @@ def _fill_vectors(store: object, index: object, nprng: np.random.Generator) -> N
     def unit(v: np.ndarray) -> np.ndarray:
         return v / np.linalg.norm(v, axis=-1, keepdims=True)
 
-    batch: list[object] = []
+    events = store.iter_events(batch=STEP)  # type: ignore[attr-defined]
     done = 0
-    for event in itertools.chain(store.iter_events(batch=STEP), [None]):  # type: ignore[attr-defined]
-        if event is not None:
-            batch.append(event)
-        if len(batch) < STEP and event is not None:
-            continue
+    while batch := list(itertools.islice(events, STEP)):
         n = len(batch)
-        if n == 0:
-            break
         mix = unit(topics[nprng.integers(0, 64, size=n)] + 0.8 * nprng.normal(size=(n, dim)).astype(np.float32))
         rows = []
         for e, v in zip(batch, mix, strict=True):
@@ -84,10 +78,8 @@ def _fill_vectors(store: object, index: object, nprng: np.random.Generator) -> N
             if e.type == "user_prompt":  # type: ignore[attr-defined]
                 for k in range(1, SENTENCE_ROWS + 1):
                     rows.append({**meta, "chunk": k, "vector": unit(v + 0.7 * nprng.normal(size=dim) / dim**0.5)})
-        if rows:
-            index.upsert(rows)  # type: ignore[attr-defined]
+        index.upsert(rows)  # type: ignore[attr-defined]
         done += n
-        batch = []
         print(f"\r  vectors for {done} events", end="", file=sys.stderr, flush=True)
 
 
