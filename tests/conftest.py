@@ -1,4 +1,4 @@
-"""Shared fixtures: a private data dir and HOME per test, a git project, real payloads."""
+"""Shared fixtures: a private data dir and HOME per test, a git project, real payloads (tests/fixtures)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,15 @@ from typing import Any
 
 import pytest
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-if not SHARED.is_dir():  # CI clones may sit elsewhere; allow an override
-    SHARED = Path(os.environ.get("MEMLANE_SHARED", "/work/shared"))
-PAYLOADS = SHARED / "claude-code" / "payloads"
-TRANSCRIPTS = SHARED / "claude-code" / "transcripts"
+# Real captures copied into the repository (tests/fixtures/README.md says where each came from), so a
+# clone alone runs the suite.
+FIXTURES = Path(__file__).resolve().parent / "fixtures"
+CLAUDE_CODE = FIXTURES / "claude-code"
+PAYLOADS = CLAUDE_CODE / "payloads"
+TRANSCRIPTS = CLAUDE_CODE / "transcripts"
+FAILURE = CLAUDE_CODE / "failure"
+CODEX = FIXTURES / "codex"
+CODEX_SESSIONS = CODEX / "sessions"
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""Hooks driven with the real Claude Code payloads (../shared/claude-code/payloads) and variations."""
+"""Hooks driven with the real Claude Code payloads (tests/fixtures/claude-code/payloads) and variations."""
 
 from __future__ import annotations
 

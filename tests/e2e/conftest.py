@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SHARED
+from conftest import CLAUDE_CODE
 
 REPO = Path(__file__).resolve().parents[2]
 CC_VERSION = "2.1.328"
-STUB = SHARED / "claude-code" / "stub_anthropic.py"
+STUB = CLAUDE_CODE / "stub_anthropic.py"
 
 
 @pytest.fixture(scope="session")

@@ -1,6 +1,6 @@
 """Writers for Claude Code transcripts and Codex rollouts shaped like the real files.
 
-The Claude Code shapes follow the captured transcript in ../shared/claude-code/transcripts/ (and
+The Claude Code shapes follow the captured transcript in tests/fixtures/claude-code/transcripts/ (and
 its README); the Codex shapes follow Codex CLI's rollout format (session_meta, turn_context,
 response_item, event_msg, compacted) and its older bare-object layout.
 """
