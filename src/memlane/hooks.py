@@ -26,7 +26,18 @@ if TYPE_CHECKING:
 
     from memlane.context.service import PromptContext
 
-EVENTS = ("SessionStart", "UserPromptSubmit", "PostToolUse", "Stop", "SessionEnd", "PreCompact")
+# Every event that carries memory. Notification ("Claude needs your permission…") and PreToolUse (the
+# same call PostToolUse/PostToolUseFailure record with its result) carry none and are not registered.
+EVENTS = (
+    "SessionStart",
+    "UserPromptSubmit",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "Stop",
+    "SubagentStop",
+    "SessionEnd",
+    "PreCompact",
+)
 INJECTING = ("SessionStart", "UserPromptSubmit")
 SPOOL_BATCH = 20
 
@@ -37,7 +48,9 @@ class HookInputError(ValueError):
 
 def parse_payload(raw: bytes, max_bytes: int) -> dict[str, Any]:
     if len(raw) > max_bytes:
-        raise HookInputError(f"payload of {len(raw)} bytes exceeds capture.max_payload_bytes={max_bytes}")
+        # Still read it: a 20 MB paste is a real prompt. The builders cut every text to
+        # capture.max_content_chars with a marker, so the store never holds the whole of it.
+        log("hooks", "warning", f"payload of {len(raw)} bytes exceeds capture.max_payload_bytes={max_bytes}; texts trimmed")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -216,7 +229,13 @@ def handle(event: str, raw: bytes) -> str:
         log("hooks", "warning", f"unknown hook event {event!r}; ignored")
         return ""
     payload = parse_payload(raw, cfg.capture.max_payload_bytes)
-    proj = project.identify(payload.get("cwd") or os.getcwd())
+    cwd = payload.get("cwd")
+    if not isinstance(cwd, str) or not cwd:
+        # Claude Code runs hooks in the session's directory: the best guess for an odd cwd field.
+        if cwd is not None:
+            log("hooks", "warning", f"{event}: cwd is {type(cwd).__name__}, not a path; using the hook's cwd")
+        cwd = payload["cwd"] = os.getcwd()
+    proj = project.identify(cwd)
     try:
         project.register(proj)
     except OSError as exc:

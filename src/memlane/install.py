@@ -25,7 +25,9 @@ HOOKS: dict[str, dict[str, Any]] = {
     "SessionStart": {"async": False, "timeout": 10},
     "UserPromptSubmit": {"async": False, "timeout": 10},
     "PostToolUse": {"async": True, "timeout": 30, "matcher": "*"},
+    "PostToolUseFailure": {"async": True, "timeout": 30, "matcher": "*"},
     "Stop": {"async": False, "timeout": 30},
+    "SubagentStop": {"async": True, "timeout": 30},
     "SessionEnd": {"async": True, "timeout": 30},
     "PreCompact": {"async": True, "timeout": 30},
 }

@@ -314,6 +314,26 @@ def filter_value(value: Any, cfg: PrivacyConfig) -> tuple[Any, FilterResult]:
 
 
 def _walk(value: Any, cfg: PrivacyConfig, total: FilterResult, secret: bool) -> Any:
+    """Filter a JSON-like value without recursion: a tool_input nested 900 deep must not cost the event."""
+    root: list[Any] = [None]
+    # (value, under a secret-named key, container to fill, index or key in it)
+    stack: list[tuple[Any, bool, Any, Any]] = [(value, secret, root, 0)]
+    while stack:
+        item, item_secret, parent, slot = stack.pop()
+        if isinstance(item, dict):
+            out: dict[Any, Any] = dict.fromkeys(item)  # keeps the key order
+            parent[slot] = out
+            stack.extend((v, isinstance(k, str) and is_secret_key(k), out, k) for k, v in item.items())
+        elif isinstance(item, list | tuple):
+            seq: list[Any] = [None] * len(item)
+            parent[slot] = seq
+            stack.extend((v, item_secret, seq, i) for i, v in enumerate(item))
+        else:
+            parent[slot] = _leaf(item, cfg, total, item_secret)
+    return root[0]
+
+
+def _leaf(value: Any, cfg: PrivacyConfig, total: FilterResult, secret: bool) -> Any:
     if isinstance(value, str):
         if secret and cfg.enabled and cfg.redact_secrets and not _placeholder(value, cfg.secret_marker):
             total.secrets_redacted += 1
@@ -322,8 +342,4 @@ def _walk(value: Any, cfg: PrivacyConfig, total: FilterResult, secret: bool) -> 
         result = filter_text(value, cfg)
         total.add(result)
         return result.text
-    if isinstance(value, dict):
-        return {k: _walk(v, cfg, total, isinstance(k, str) and is_secret_key(k)) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_walk(v, cfg, total, secret) for v in value]
     return value

@@ -72,12 +72,25 @@ def _limit(text: str, cfg: Config) -> str:
     return observe.compress(text, cfg.capture.max_content_chars, 0)
 
 
+def _filtered(p: Privacy, text: str, cfg: Config) -> str:
+    """Privacy-filter ``text`` and cut it to ``max_content_chars`` with a marker.
+
+    A huge text (a 20 MB paste) is first cut to a head and tail twice as long as what is kept, so the
+    filter does not scan megabytes that are thrown away; a secret straddling that first cut lies
+    outside what the final cut keeps, so nothing half-redacted survives.
+    """
+    limit = cfg.capture.max_content_chars
+    if limit and len(text) > 4 * limit:
+        text = observe.compress(text, 2 * limit, 0)
+    return _limit(p.text(text), cfg)
+
+
 def user_prompt(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:
     prompt = payload.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         return []
     p = Privacy(cfg)
-    content = _limit(p.text(prompt), cfg)
+    content = _filtered(p, prompt, cfg)
     meta = p.stamp(_meta(payload, permission_mode=payload.get("permission_mode")))
     return [NewEvent("user_prompt", str(payload["session_id"]), content, _turn(payload), meta)]
 
@@ -95,6 +108,40 @@ def tool_observation(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:
     return [NewEvent("tool_observation", str(payload["session_id"]), obs.content(), turn, meta)]
 
 
+def tool_failure(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:
+    """PostToolUseFailure: a failed tool call (a Bash command exiting non-zero, a missing file).
+
+    Claude Code sends ``error`` ("Exit code N\n" + the output for Bash) instead of ``tool_response``, and
+    no PostToolUse for that call. It is stored as the same tool_observation, with the same content the
+    importer builds from the transcript's ``is_error`` result, so live capture and import dedupe.
+    """
+    error = payload.get("error")
+    text = error if isinstance(error, str) else ("" if error is None else str(error))
+    response: dict[str, Any] = {"content": observe.failure_text(text) or "error", "is_error": True}
+    events = tool_observation({**payload, "tool_response": response}, cfg)
+    for event in events:
+        event.metadata["success"] = False
+        if payload.get("is_interrupt"):
+            event.metadata["interrupted"] = True
+    return events
+
+
+def subagent_response(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:
+    """SubagentStop: a subagent's final answer (``last_assistant_message``), kept apart from the turn's own.
+
+    Subagent transcripts live beside the session's and are not imported, so this hook is the only place
+    a subagent's conclusion is recorded.
+    """
+    text = payload.get("last_assistant_message")
+    if not isinstance(text, str) or not text.strip():
+        return []
+    p = Privacy(cfg)
+    content = _filtered(p, text, cfg)
+    agent = str(payload.get("agent_id") or payload.get("agent_type") or "subagent")
+    meta = p.stamp(_meta(payload, kind="subagent", agent_id=payload.get("agent_id"), agent_type=payload.get("agent_type")))
+    return [NewEvent("agent_response", str(payload["session_id"]), content, _turn(payload, "subagent", agent), meta)]
+
+
 def agent_response(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:
     """The turn's final assistant text, from ``last_assistant_message`` or the transcript tail."""
     text = payload.get("last_assistant_message")
@@ -107,7 +154,7 @@ def agent_response(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:
     if not text.strip():
         return []
     p = Privacy(cfg)
-    content = _limit(p.text(text), cfg)
+    content = _filtered(p, text, cfg)
     meta = p.stamp(_meta(payload, source=source))
     turn = str(payload.get("prompt_id") or uuid or _turn(payload))
     return [NewEvent("agent_response", str(payload["session_id"]), content, turn, meta)]
@@ -175,6 +222,8 @@ def compaction(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:
 BUILDERS = {
     "UserPromptSubmit": user_prompt,
     "PostToolUse": tool_observation,
+    "PostToolUseFailure": tool_failure,
+    "SubagentStop": subagent_response,
     "Stop": agent_response,
     "SessionStart": session_start,
     "SessionEnd": session_end,

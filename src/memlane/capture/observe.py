@@ -57,6 +57,30 @@ _EXT_TYPES = {
     ".scala": "scala",
 }
 _EXIT_CODE = re.compile(r"(?:exit code|exited with code|Exit code)[:\s]+(-?\d+)", re.IGNORECASE)
+# Where shells report an exit status as text: Claude Code's failed Bash ("Exit code 3\n…", in the transcript
+# "Error: Exit code 3\n…"), Codex 0.63 ("Exit code: 1\nWall time: …") and 0.169 ("Process exited with code 1").
+# Only a header line counts: a test log that prints "exit code 0" further down is output, not the status.
+_STATUS_LINE = re.compile(r"^(?:Error: )?(?:Exit code:?|Process exited with code) (-?\d+)\s*$")
+HEADER_LINES = 6
+ERROR_PREFIX = "Error: "
+
+
+def status_of(text: str) -> int | None:
+    """The exit status a tool output states in its first lines, or None."""
+    for line in text.split("\n", HEADER_LINES)[:HEADER_LINES]:
+        match = _STATUS_LINE.match(line)
+        if match:
+            return int(match.group(1))
+    return None
+
+
+def failure_text(text: str) -> str:
+    """A failure message as the PostToolUseFailure hook gives it: transcripts add an "Error: " prefix.
+
+    Hook and importer must build the same text, or a failure captured live and imported later is
+    stored twice (the dedupe key hashes the content).
+    """
+    return text[len(ERROR_PREFIX) :] if text.startswith(ERROR_PREFIX) else text
 
 
 class Observation:
@@ -100,32 +124,33 @@ def file_type(path: str) -> str:
     return _EXT_TYPES.get(os.path.splitext(base)[1].lower(), "other")
 
 
-def _text_of(value: Any) -> str:
+def text_of(value: Any) -> str:
     """Readable text for a tool response that may be a string, a dict, or content blocks."""
     if value is None:
         return ""
     if isinstance(value, str):
         return value
     if isinstance(value, list):
-        parts = [_text_of(v.get("text") if isinstance(v, dict) and "text" in v else v) for v in value]
+        parts = [text_of(v.get("text") if isinstance(v, dict) and "text" in v else v) for v in value]
         return "\n".join(p for p in parts if p)
     if isinstance(value, dict):
         for key in ("content", "result", "output", "text"):
             if isinstance(value.get(key), str | list):
-                return _text_of(value[key])
+                return text_of(value[key])
     return json.dumps(value, ensure_ascii=False, default=str)
 
 
 def _error_of(response: Any) -> str | None:
     if isinstance(response, dict):
         if response.get("is_error") or response.get("isError"):
-            return _text_of(response.get("content") or response.get("error") or "error").split("\n")[0][:300]
+            text = failure_text(text_of(response.get("content") or response.get("error") or "error"))
+            return text.split("\n")[0][:300]
         if isinstance(response.get("error"), str) and response["error"]:
             return str(response["error"]).split("\n")[0][:300]
         if response.get("interrupted"):
             return "interrupted"
     if isinstance(response, str) and response.lstrip().lower().startswith(("error", "<tool_use_error>")):
-        return response.strip().split("\n")[0][:300]
+        return failure_text(response.strip()).split("\n")[0][:300]
     return None
 
 
@@ -149,7 +174,7 @@ def _cut(text: str, cfg: CaptureConfig) -> str:
 def _read(tool: str, inp: dict[str, Any], response: Any, cfg: CaptureConfig) -> Observation:
     path = str(inp.get("file_path") or inp.get("notebook_path") or "")
     meta: dict[str, Any] = {"file_path": path, "file_type": file_type(path)}
-    text = _text_of(response)
+    text = text_of(response)
     if isinstance(response, dict) and isinstance(response.get("file"), dict):
         info = response["file"]
         text = str(info.get("content") or "")
@@ -180,12 +205,12 @@ def _write(tool: str, inp: dict[str, Any], response: Any, cfg: CaptureConfig) ->
 def _bash(tool: str, inp: dict[str, Any], response: Any, cfg: CaptureConfig) -> Observation:
     command = str(inp.get("command") or "")
     meta: dict[str, Any] = {"command": command}
-    if isinstance(response, dict):
+    if isinstance(response, dict) and ("stdout" in response or "stderr" in response):
         out = str(response.get("stdout") or "")
         err = str(response.get("stderr") or "")
         text = out + (("\n[stderr]\n" + err) if err.strip() else "")
         code = response.get("exit_code", response.get("exitCode", response.get("returnCode")))
-        if isinstance(code, int):
+        if isinstance(code, int) and not isinstance(code, bool):
             meta["exit_code"] = code
         elif response.get("interrupted"):
             meta["exit_code"] = None
@@ -193,10 +218,45 @@ def _bash(tool: str, inp: dict[str, Any], response: Any, cfg: CaptureConfig) -> 
             match = _EXIT_CODE.search(err)
             meta["exit_code"] = int(match.group(1)) if match else 0
     else:
-        text = _text_of(response)
-        match = _EXIT_CODE.search(text)
-        meta["exit_code"] = int(match.group(1)) if match else (1 if _error_of(response) else 0)
+        # A failure (PostToolUseFailure's ``error``, a transcript's "Error: Exit code N\n…" or its is_error
+        # block): the status is the header line, the rest is the command's output.
+        text = failure_text(text_of(response))
+        code = status_of(text)
+        if code is None and isinstance(response, dict) and isinstance(response.get("exit_code"), int):
+            code = response["exit_code"]
+        meta["exit_code"] = code if code is not None else (1 if _error_of(response) else 0)
     return Observation(tool, command, _cut(text, cfg), meta)
+
+
+def _patch(tool: str, inp: dict[str, Any], response: Any, cfg: CaptureConfig) -> Observation:
+    """Codex ``apply_patch``: the files it touched, the patch once, and the tool's status."""
+    patch = str(inp.get("patch") or inp.get("input") or "")
+    files = patch_files(patch)
+    meta: dict[str, Any] = {"files": files}
+    if files:
+        meta["file_path"] = files[0]
+        meta["file_type"] = file_type(files[0])
+    result = text_of(response)
+    code = status_of(result)
+    if code is None and isinstance(response, dict) and isinstance(response.get("exit_code"), int):
+        code = response["exit_code"]
+    if code is not None:
+        meta["exit_code"] = code
+    # The result only says "Success. Updated the following files: …" (already in ``files``); a failure's
+    # message is kept above the patch.
+    text = patch if not code else f"{result.strip()}\n{patch}"
+    return Observation(tool, ", ".join(files), _cut(text, cfg), meta)
+
+
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$|^\*\*\* Move to: (.+?)\s*$", re.MULTILINE)
+
+
+def patch_files(patch: str) -> list[str]:
+    """Paths named by an ``*** Begin Patch`` text, in order, each once."""
+    seen: dict[str, None] = {}
+    for match in _PATCH_FILE.finditer(patch):
+        seen[match.group(1) or match.group(2)] = None
+    return list(seen)
 
 
 def _search(tool: str, inp: dict[str, Any], response: Any, cfg: CaptureConfig) -> Observation:
@@ -209,9 +269,9 @@ def _search(tool: str, inp: dict[str, Any], response: Any, cfg: CaptureConfig) -
         files = [str(f) for f in response.get("filenames") or []]
         count = response.get("numLines") if tool == "Grep" and response.get("mode") == "content" else None
         meta["match_count"] = count if isinstance(count, int) else response.get("numFiles", len(files))
-        text = "\n".join(files) if files else _text_of(response.get("content") or "")
+        text = "\n".join(files) if files else text_of(response.get("content") or "")
     else:
-        text = _text_of(response)
+        text = text_of(response)
         meta["match_count"] = len([line for line in text.split("\n") if line.strip()])
     return Observation(tool, pattern, _cut(text, cfg), meta)
 
@@ -223,12 +283,15 @@ def _web(tool: str, inp: dict[str, Any], response: Any, cfg: CaptureConfig) -> O
         meta["url"] = url
         from urllib.parse import urlsplit  # only for web tools: it costs start-up time
 
-        meta["url_host"] = urlsplit(url).hostname or ""
+        try:
+            meta["url_host"] = urlsplit(url).hostname or ""
+        except ValueError:  # e.g. "user:[REDACTED]@host" after redaction: a bad port; keep the event
+            meta["url_host"] = ""
     if inp.get("query"):
         meta["query"] = str(inp["query"])
     if isinstance(response, dict) and isinstance(response.get("code"), int):
         meta["status_code"] = response["code"]
-    text = _text_of(response)
+    text = text_of(response)
     limit = cfg.webfetch_chars
     if limit and len(text) > limit:
         text = text[:limit] + f"\n... [{len(text) - limit} characters omitted] ..."
@@ -237,14 +300,14 @@ def _web(tool: str, inp: dict[str, Any], response: Any, cfg: CaptureConfig) -> O
 
 def _task(tool: str, inp: dict[str, Any], response: Any, cfg: CaptureConfig) -> Observation:
     meta = {k: str(inp[k]) for k in ("subagent_type", "description") if inp.get(k)}
-    return Observation(tool, str(inp.get("description") or ""), _cut(_text_of(response), cfg), meta)
+    return Observation(tool, str(inp.get("description") or ""), _cut(text_of(response), cfg), meta)
 
 
 def _generic(tool: str, inp: dict[str, Any], response: Any, cfg: CaptureConfig) -> Observation:
     summary = json.dumps(inp, ensure_ascii=False, default=str)
     if len(summary) > 300:
         summary = summary[:300] + "…"
-    return Observation(tool, summary, _cut(_text_of(response), cfg), {})
+    return Observation(tool, summary, _cut(text_of(response), cfg), {})
 
 
 _HANDLERS = {
@@ -261,4 +324,5 @@ _HANDLERS = {
     "WebSearch": _web,
     "Task": _task,
     "Agent": _task,
+    "apply_patch": _patch,
 }

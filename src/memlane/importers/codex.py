@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from memlane.capture import events as build
+from memlane.capture import observe
 from memlane.config import Config
 from memlane.importers.common import ParsedSession, Turn, compaction_summary, norm_ts, read_jsonl
 
@@ -132,22 +133,42 @@ def _command(cmd: Any) -> str:
     return str(cmd or "")
 
 
+# Header lines Codex puts above a command's output ("Chunk ID: …", "Wall time: …", "Process exited with
+# code N" in 0.169; "Exit code: N", "Wall time: …" in 0.63), ended by a line "Output:".
+_HEADER = re.compile(r"^(?:Chunk ID|Wall time|Original token count|Exit code|Total output lines):|^Process exited with code ")
+
+
+def _split_output(text: str) -> tuple[int | None, str]:
+    """(exit code, output) from Codex's plain-text tool output; (None, text) when it has no header."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines[: observe.HEADER_LINES + 1]):
+        if line == "Output:" and all(_HEADER.match(h) for h in lines[:i]):
+            return observe.status_of("\n".join(lines[:i])), "\n".join(lines[i + 1 :])
+        if not _HEADER.match(line):
+            break
+    return None, text
+
+
 def _response(tool: str, output: Any, tool_input: Any) -> Any:
-    """The call's output shaped like the matching hook tool_response."""
+    """The call's output shaped like the matching hook tool_response.
+
+    Codex writes it three ways: plain text with a header (0.169 shell and apply_patch, 0.63 shell), a JSON
+    string ``{"output", "metadata": {"exit_code"}}`` (0.63 apply_patch), or, in some builds, a JSON object
+    directly. Each form is read per call, never guessed once per file.
+    """
     data = _loads(output)
-    text, code = data, None
+    text: Any = data
+    code: Any = None
     if isinstance(data, dict):
         meta = data.get("metadata")
         text, code = data.get("output"), meta.get("exit_code") if isinstance(meta, dict) else None
-    if tool == "Bash":
-        response: dict[str, Any] = {"stdout": str(text if text is not None else output or "")}
-        if isinstance(code, int):
-            response["exit_code"] = code
-        return response
-    if tool == "apply_patch":
-        patch = tool_input.get("patch", "") if isinstance(tool_input, dict) else ""
-        return f"{text if text is not None else output}\n{patch}".strip()
-    return text if text is not None else output
+    text = str(text if text is not None else output or "")
+    if not isinstance(code, int) or isinstance(code, bool):
+        code, text = _split_output(text)
+    response: dict[str, Any] = {"stdout": text} if tool == "Bash" else {"content": text}
+    if code is not None:
+        response["exit_code"] = code
+    return response
 
 
 class _Reader:

@@ -1,7 +1,7 @@
 """memlane as a Claude Code plugin: this folder is the plugin (shipped as package data).
 
 - ``.claude-plugin/plugin.json`` — the manifest;
-- ``hooks/hooks.json`` — the same six hooks as ``memlane install`` (``install.HOOKS``), each command
+- ``hooks/hooks.json`` — the same hooks as ``memlane install`` (``install.HOOKS``), each command
   ending in ``--plugin`` so it can step aside when ``memlane install`` hooks are also registered
   (``guard``);
 - ``.mcp.json`` — the memlane MCP server (``memlane mcp``);
