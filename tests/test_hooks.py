@@ -299,13 +299,19 @@ def test_invalid_utf8_is_stored_with_replacement(hook: Hook, proj: Path) -> None
     assert "zebra\ufffd\ufffdfinch" in prompt.content
 
 
-def test_huge_payload_is_skipped_and_logged(hook: Hook, proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_payload_over_the_limit_is_kept_trimmed_and_logged(
+    hook: Hook, proj: Path, monkeypatch: pytest.MonkeyPatch, memlane_home: Path
+) -> None:
+    """A prompt bigger than capture.max_payload_bytes (a 20 MB paste) is stored cut, never dropped."""
     monkeypatch.setenv("MEMLANE_CAPTURE_MAX_PAYLOAD_BYTES", "1000")
-    hook("UserPromptSubmit", payload("02-UserPromptSubmit.json", prompt="x" * 5000)) if False else None
-    from memlane import hooks
-
-    with pytest.raises(hooks.HookInputError, match="exceeds"):
-        hooks.handle("UserPromptSubmit", json.dumps(payload("02-UserPromptSubmit.json", prompt="x" * 5000)).encode())
+    monkeypatch.setenv("MEMLANE_CAPTURE_MAX_CONTENT_CHARS", "2000")
+    hook("UserPromptSubmit", payload("02-UserPromptSubmit.json", prompt="head-okapi " + "x" * 50_000 + " tail-tapir"))
+    (prompt,) = events(proj, "user_prompt")
+    assert prompt.content.startswith("head-okapi ")
+    assert prompt.content.endswith(" tail-tapir")
+    assert "characters omitted" in prompt.content
+    assert len(prompt.content) < 2100
+    assert "exceeds capture.max_payload_bytes=1000; texts trimmed" in (memlane_home / "logs" / "hooks.log").read_text()
 
 
 def test_unknown_fields_and_events_are_ignored(hook: Hook, proj: Path) -> None:

@@ -82,6 +82,8 @@ class _Reader:
         self.sidechains = sidechains
         self.pending: dict[str, tuple[str, Any, str | None]] = {}  # tool_use id -> (name, input, ts)
         self.turn = Turn("start")
+        # The model still owes an answer: its last message asked for a tool, or a tool result came last.
+        self.awaiting = False
 
     def payload(self, **more: Any) -> dict[str, Any]:
         data = {"session_id": self.session.session_id, "cwd": self.session.cwd, "transcript_path": self.session.path}
@@ -109,12 +111,16 @@ class _Reader:
                     self.assistant(line, ts)
                 else:
                     self.user(line, ts)
-        self.turn.flush(s, self.cfg, self.payload())
+        self.turn.flush(s, self.cfg, self.payload(), complete=not self.awaiting)
         s.unpaired_tools += len(self.pending)
         return s
 
     def assistant(self, line: dict[str, Any], ts: str | None) -> None:
         key = str(line.get("uuid") or f"a{self.session.lines}")
+        message = line.get("message")
+        stop = message.get("stop_reason") if isinstance(message, dict) else None
+        calls = any(b.get("type") == "tool_use" for b in transcript.blocks(message))
+        self.awaiting = stop == "tool_use" or calls
         for block in transcript.blocks(line.get("message")):
             kind = block.get("type")
             if kind == "text":
@@ -137,6 +143,7 @@ class _Reader:
             return
         results = [b for b in transcript.blocks(line.get("message")) if b.get("type") == "tool_result"]
         if results:
+            self.awaiting = True
             for block in results:
                 self.tool_result(line, block, ts, structured=len(results) == 1)
             return
@@ -154,6 +161,7 @@ class _Reader:
         prompt_id = str(line["promptId"]) if line.get("promptId") else None
         key = prompt_id or str(line.get("uuid") or ts)
         self.turn = Turn(key, prompt_id)
+        self.awaiting = False
         events = build.user_prompt(self.payload(prompt=text, permission_mode=line.get("permissionMode")), self.cfg)
         if line.get("isSidechain"):
             for event in events:

@@ -91,6 +91,13 @@ def _cwd_of(kind: str, payload: dict[str, Any]) -> str | None:
     return None
 
 
+def _injected(payload: dict[str, Any]) -> bool:
+    """A "user" message the CLI wrote, not the user: 0.169 labels its kinds; older ones are known by prefix."""
+    passthrough = payload.get("internal_chat_message_metadata_passthrough")
+    kinds = passthrough.get("content_item_kinds") if isinstance(passthrough, dict) else None
+    return isinstance(kinds, list) and bool(kinds) and "user.text" not in kinds
+
+
 def _text(content: Any, kinds: tuple[str, ...]) -> str:
     if isinstance(content, str):
         return content
@@ -178,6 +185,9 @@ class _Reader:
         self.pending: dict[str, tuple[str, Any]] = {}
         self.turn = Turn("start")
         self.prompts = 0
+        self.last_prompt: tuple[str, str] | None = None  # (text, form) of a prompt not yet answered
+        self.awaiting = False  # a tool call or output came after the turn's last assistant text
+        self.task_open: bool | None = None  # between task_started and task_complete (0.169); None: unmarked
 
     def payload(self, **more: Any) -> dict[str, Any]:
         return {
@@ -189,14 +199,13 @@ class _Reader:
 
     def run(self) -> ParsedSession:
         s = self.session
-        items = list(_items(s.path, s))
-        # Newer rollouts record what the user typed as event_msg/user_message; response items then also
-        # hold injected context as "user" messages. Use the former when present.
-        typed = any(k == "event_msg" and p.get("type") == "user_message" for k, p, _ in items)
-        for kind, payload, ts in items:
+        for kind, payload, ts in _items(s.path, s):
             if kind == "session_meta":
                 s.session_id = s.session_id or (str(payload["id"]) if payload.get("id") else None)
                 s.cwd = s.cwd or payload.get("cwd") or None
+                # The session began when it was created, not when its first line was written (the
+                # interactive UI writes nothing until the first prompt is sent).
+                s.seen(norm_ts(payload.get("timestamp")) or ts)
                 continue
             if kind == "turn_context":
                 s.cwd = s.cwd or payload.get("cwd") or None
@@ -205,51 +214,69 @@ class _Reader:
             if s.session_id is None:
                 s.session_id = _id_from_name(s.path)
             s.seen(ts)
-            if kind == "event_msg":
-                if typed and payload.get("type") == "user_message":
-                    self.prompt(str(payload.get("message") or ""), ts)
+            if kind == "event_msg" and payload.get("type") in ("task_started", "task_complete"):
+                self.task_open = payload.get("type") == "task_started"
+            elif kind == "event_msg":
+                if payload.get("type") == "user_message":
+                    self.prompt(str(payload.get("message") or ""), ts, "event")
                 else:
                     s.skipped[f"event {payload.get('type')}"] += 1
             elif kind == "response_item":
-                self.item(payload, ts, typed)
+                self.item(payload, ts)
             elif kind == "compacted":
                 text = str(payload.get("message") or "")
                 if text.strip():
                     s.add(compaction_summary(s, self.cfg, self.payload(), text), ts, f"compacted:{ts}")
             else:
                 s.skipped[kind] += 1
-        self.turn.flush(s, self.cfg, self.payload())
+        # 0.169 marks turns (task_started/task_complete); 0.63 does not, so there a turn is open while
+        # a tool call or its output is the last thing in it.
+        complete = not self.task_open if self.task_open is not None else not self.awaiting
+        self.turn.flush(s, self.cfg, self.payload(), complete=complete)
         s.unpaired_tools += len(self.pending)
         return s
 
-    def item(self, payload: dict[str, Any], ts: str | None, typed: bool) -> None:
+    def item(self, payload: dict[str, Any], ts: str | None) -> None:
         kind = str(payload.get("type") or "")
         role = payload.get("role")
         if kind == "message" and role == "user":
-            if typed:
-                self.session.skipped["user message (event copy used)"] += 1
+            if _injected(payload):
+                self.session.skipped["injected context"] += 1
             else:
-                self.prompt(_text(payload.get("content"), ("input_text", "text")), ts)
+                self.prompt(_text(payload.get("content"), ("input_text", "text")), ts, "item")
         elif kind == "message" and role == "assistant":
+            self.last_prompt = None
+            self.awaiting = False
             self.turn.text(
                 f"{self.turn.key}:{len(self.turn.interim) + len(self.turn.final)}",
                 ts,
                 _text(payload.get("content"), ("output_text", "text")),
             )
         elif kind in CALL_TYPES:
+            self.last_prompt = None
+            self.awaiting = True
             self.turn.tool_call()
             call_id = str(payload.get("call_id") or payload.get("id") or "")
             self.pending[call_id] = _tool(kind, payload)
         elif kind in OUTPUT_TYPES:
+            self.awaiting = True
             self.output(payload, ts)
         else:
             self.session.skipped[kind or "untyped item"] += 1  # reasoning, developer/system messages, …
 
-    def prompt(self, text: str, ts: str | None) -> None:
+    def prompt(self, text: str, ts: str | None, form: str) -> None:
+        """A typed prompt. Codex 0.63 writes it twice (response item and event_msg user_message) and
+        0.169 once; each line decides for itself, so a file resumed by another version reads right."""
         if not text.strip() or text.lstrip().startswith(INJECTED_PREFIXES):
             self.session.skipped["injected context"] += 1
             return
+        if self.last_prompt is not None and self.last_prompt != (text, form) and self.last_prompt[0] == text:
+            self.session.skipped[f"user message ({form} copy)"] += 1
+            self.last_prompt = None
+            return
+        self.last_prompt = (text, form)
         self.turn.flush(self.session, self.cfg, self.payload())
+        self.awaiting = False
         self.prompts += 1
         key = f"codex:{self.prompts}:{ts}"
         self.turn = Turn(key)

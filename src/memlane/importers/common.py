@@ -57,6 +57,7 @@ class ParsedSession:
         self.bad_count = 0
         self.skipped: Counter[str] = Counter()
         self.unpaired_tools = 0
+        self.open_turn = False  # the file ended mid-turn; its last answer was left for a later import
 
     def bad(self, lineno: int) -> None:
         self.bad_count += 1
@@ -125,10 +126,15 @@ class Turn:
         self.interim.extend(self.final)
         self.final = []
 
-    def flush(self, session: ParsedSession, cfg: Config, payload: dict[str, Any]) -> None:
+    def flush(self, session: ParsedSession, cfg: Config, payload: dict[str, Any], complete: bool = True) -> None:
+        """Add the turn's texts. An incomplete turn (the file ends mid-turn: a live session, a crash) keeps
+        its last texts back: they may not be the final answer, and a later import stores them once the
+        turn has ended, under the same keys, so nothing is stored twice."""
         for line_key, ts, text in self.interim:
             session.add(_interim(session, cfg, payload, text), ts, f"{line_key}:interim")
-        if self.final:
+        if self.final and not complete:
+            session.open_turn = True
+        elif self.final:
             answer = "\n\n".join(t for _, _, t in self.final)
             events = build.agent_response({**payload, "last_assistant_message": answer}, cfg)
             for event in events:
