@@ -139,15 +139,22 @@ def _workflow(
 
 
 def _session_end_summary(store: Store, session_id: str, payload: dict[str, Any]) -> None:
-    from memlane.capture.summary import summarize
+    from memlane.capture.summary import refresh
 
-    history = store.history(session=session_id, limit=5000, oldest_first=True)
-    text = summarize([e for e in history if e.type != "session_summary"])
-    if text:
-        turn = str(payload.get("prompt_id") or f"end{len(history)}")
-        store.append(
-            [NewEvent("session_summary", session_id, text, turn, {"cwd": payload.get("cwd"), "source": "extractive"})]
-        )
+    turn = str(payload.get("prompt_id") or "end")
+    refresh(store, session_id, turn, {"cwd": payload.get("cwd"), "source": "extractive"})
+
+
+def _replace_imported_start(store: Store, session_id: str) -> None:
+    """A session imported before its hooks ran got a start marker from the import; the live startup
+    marker now stands for it, so the session keeps one start."""
+    rows = store.db.execute(
+        "SELECT id FROM events WHERE session_id = ? AND type = 'session_start'"
+        " AND json_extract(metadata, '$.imported') IS NOT NULL",
+        (session_id,),
+    ).fetchall()
+    if rows:
+        store.forget([(r[0], "session_start") for r in rows], "import-start", session_id)
 
 
 def _learn_preferences(store: Store, proj: project.Project, cfg: config.Config, event_id: str, text: str) -> None:
@@ -249,6 +256,8 @@ def handle(event: str, raw: bytes) -> str:
         response = batch[0].content if event == "Stop" and batch else ""
         if event == "SessionEnd":
             _session_end_summary(store, payload["session_id"], payload)
+        elif event == "SessionStart" and batch and batch[0].metadata.get("source") == "startup":
+            _replace_imported_start(store, payload["session_id"])
         note = _workflow(event, payload, proj, cfg, response)
         if event == "UserPromptSubmit" and batch and ids:
             _learn_preferences(store, proj, cfg, ids[0], batch[0].content)

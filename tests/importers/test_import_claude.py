@@ -54,12 +54,14 @@ def test_real_transcript_imports_once_with_original_times(proj: Path, claude_dir
     report = run_import(proj)
     assert report.as_dict()["files"] == {"imported": 1}
     got = types(proj)
-    # 2 prompts, 2 Bash observations, 2 final answers + 2 interim texts, plus the import's start marker and summary.
+    # 2 prompts, 2 Bash observations, 2 final answers + 2 interim texts, plus the import's start and end
+    # markers (an imported session is not left open) and summary.
     assert got == {
         "user_prompt": 2,
         "tool_observation": 2,
         "agent_response": 4,
         "session_start": 1,
+        "session_end": 1,
         "session_summary": 1,
     }
     events = events_of(proj)

@@ -6,9 +6,12 @@ nothing.
 
 from __future__ import annotations
 
-from memlane.store.db import Event
+from typing import Any
+
+from memlane.store.db import Event, NewEvent, Store
 
 _EDIT_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
+_PATCH_TOOLS = {"apply_patch"}  # Codex: one call may touch several files (metadata "files")
 
 
 def _one_line(text: str, limit: int) -> str:
@@ -25,7 +28,17 @@ def summarize(events: list[Event]) -> str:
     prompts = [e.content for e in events if e.type == "user_prompt"]
     tools = [e for e in events if e.type == "tool_observation"]
     edited = _unique(
-        [str(e.metadata.get("file_path") or "") for e in tools if e.metadata.get("tool_name") in _EDIT_TOOLS]
+        [
+            str(path or "")
+            for e in tools
+            for path in (
+                [e.metadata.get("file_path")]
+                if e.metadata.get("tool_name") in _EDIT_TOOLS
+                else e.metadata.get("files") or []
+                if e.metadata.get("tool_name") in _PATCH_TOOLS
+                else []
+            )
+        ]
     )
     read = _unique([str(e.metadata.get("file_path") or "") for e in tools if e.metadata.get("tool_name") == "Read"])
     commands = _unique([str(e.metadata.get("command") or "") for e in tools if e.metadata.get("command")])
@@ -53,3 +66,22 @@ def summarize(events: list[Event]) -> str:
     if answers:
         lines.append("Outcome: " + _one_line(answers[-1], 300))
     return "\n".join(lines)
+
+
+def refresh(store: Store, session_id: str, turn: str, meta: dict[str, Any], ts: str | None = None) -> bool:
+    """Make the session's one summary, from all its events, replacing any earlier one (hook or import).
+
+    SessionEnd fires once per run of a resumed session and imports re-summarize a grown file; each
+    replaces the summary so a session keeps exactly one, built from every event, not the first 5,000.
+    """
+    history = store.history(session=session_id, limit=-1, oldest_first=True)
+    old = [e for e in history if e.type == "session_summary"]
+    text = summarize([e for e in history if e.type != "session_summary"])
+    if not text:
+        return False
+    if len(old) == 1 and old[0].content == text:
+        return False
+    if old:
+        store.forget([(e.id, e.type) for e in old], "summary-refresh", session_id)
+    store.append([NewEvent("session_summary", session_id, text, turn, meta, ts=ts)])
+    return True

@@ -153,9 +153,12 @@ def _print_summary(report: Report, dry_run: bool) -> None:
     unconfirmed = files.get("unconfirmed", 0)
     if unconfirmed:
         render.console.print(f"{unconfirmed} file(s) record no working directory and were left alone")
+    unreadable = [f for f in report.files if f.status == "unreadable"]
+    if unreadable:
+        render.console.print(f"[yellow]{len(unreadable)} unreadable file(s) skipped[/]")
     for f in report.files:
-        if f.status == "error":
-            render.console.print(f"[red]error[/] {f.path}: {f.message}")
+        if f.status in ("error", "unreadable"):
+            render.console.print(f"[red]{f.status}[/] {f.path}: {f.message}")
 
 
 @import_group.command("validate")

@@ -55,11 +55,26 @@ def candidate_files(roots: list[str], every: bool = False) -> Iterator[str]:
     for folder in folders:
         if not folder.is_dir() or not (every or any(_folder_matches(folder.name, e) for e in encoded)):
             continue
-        try:
-            files = sorted(e.path for e in os.scandir(folder.path) if e.is_file() and e.name.endswith(".jsonl"))
-        except OSError:
+        yield from sorted(_session_files(folder.path))
+
+
+def _session_files(folder: str) -> list[str]:
+    """``*.jsonl`` entries of one folder, judged one by one: a dangling symlink or a symlink loop is
+    listed (the import reports it as unreadable) instead of costing the whole folder."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return []
+    found = []
+    for entry in entries:
+        if not entry.name.endswith(".jsonl"):
             continue
-        yield from files
+        try:
+            if entry.is_symlink() or entry.is_file():
+                found.append(entry.path)
+        except OSError:
+            found.append(entry.path)
+    return found
 
 
 def session_cwd(path: str, max_lines: int = 200) -> str | None:

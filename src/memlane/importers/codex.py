@@ -44,7 +44,15 @@ def candidate_files() -> Iterator[str]:
     """Every rollout file; Codex keeps them by date, not by project, so cwd decides the project."""
     base = os.path.join(codex_dir(), "sessions")
     found: list[str] = []
-    for folder, _dirs, files in os.walk(base):
+    seen: set[str] = set()
+    # Symlinked folders are followed (sessions moved to another disk and linked back); a folder reached
+    # twice (a link loop, two links to one place) is walked once.
+    for folder, dirs, files in os.walk(base, followlinks=True):
+        real = os.path.realpath(folder)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
         found.extend(os.path.join(folder, f) for f in files if f.endswith(".jsonl"))
     yield from sorted(found)
 

@@ -9,6 +9,7 @@ A ledger of (file, size, mtime) lets an unchanged file be skipped without parsin
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 from collections import Counter
@@ -58,11 +59,14 @@ class Options:
 class Candidate:
     """A history file, its recorded cwd, and the project that cwd belongs to (None if unconfirmed)."""
 
-    def __init__(self, source: str, path: str, cwd: str | None, target: project.Project | None) -> None:
+    def __init__(
+        self, source: str, path: str, cwd: str | None, target: project.Project | None, unreadable: str = ""
+    ) -> None:
         self.source = source
         self.path = path
         self.cwd = cwd
         self.target = target
+        self.unreadable = unreadable  # why the file could not be read (a dangling symlink, a loop), or ""
         try:
             st = os.stat(path)
             self.size, self.mtime_ns = st.st_size, st.st_mtime_ns
@@ -76,7 +80,9 @@ class FileResult:
         self.path = candidate.path
         self.cwd = candidate.cwd
         self.project = candidate.target.id if candidate.target else None
-        self.status = status  # imported | unchanged | dry-run | other-project | unconfirmed | old | error
+        # imported | unchanged | dry-run | other-project | unconfirmed | old | over-limit | unreadable | error
+        self.status = status
+        self.complete = bool(fields.get("complete", False))  # recorded in the ledger: nothing left out
         self.session_id: str | None = fields.get("session_id")
         self.first_ts: str | None = fields.get("first_ts")
         self.last_ts: str | None = fields.get("last_ts")
@@ -173,14 +179,35 @@ def discover(proj: project.Project, options: Options) -> list[Candidate]:
         else:
             paths = list(codex.candidate_files())
         for path in paths:
-            cwd = module.session_cwd(path)
+            try:
+                cwd = module.session_cwd(path)
+            except OSError as exc:  # a dangling symlink, a symlink loop, no permission: skip, report
+                found.append(Candidate(source, path, None, None, unreadable=exc.strerror or str(exc)))
+                continue
             found.append(Candidate(source, path, cwd, owner(cwd, proj, roots)))
     found.sort(key=lambda c: c.mtime_ns, reverse=True)
     return found
 
 
+_CODEX_TYPES = {"session_meta", "response_item", "event_msg", "turn_context", "compacted"}
+
+
 def _source_of(path: str) -> str:
-    """Which importer reads a file given with --session: Codex rollouts start with session_meta."""
+    """Which importer reads a file given with --session, judged by its first line (a renamed rollout
+    is still a rollout); by its name and place only when that line cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            first = next((raw for raw in fh if raw.strip()), b"")
+        line = json.loads(first.decode("utf-8", "replace"))
+    except (OSError, ValueError):
+        line = None
+    if isinstance(line, dict):
+        # Codex: {"timestamp", "type", "payload"} lines, or a bare meta object first (older rollouts).
+        if line.get("type") in _CODEX_TYPES or isinstance(line.get("payload"), dict):
+            return "codex"
+        if "id" in line and "type" not in line and "sessionId" not in line:
+            return "codex"
+        return "claude"
     base = os.path.basename(path)
     if base.startswith("rollout-") or codex.codex_dir() in os.path.abspath(path):
         return "codex"
@@ -219,7 +246,9 @@ class Importer:
         """Drop files of other projects (reported), unconfirmed ones, old ones; apply --limit."""
         chosen: list[Candidate] = []
         for c in candidates:
-            if c.target is None:
+            if c.unreadable:
+                report.add(FileResult(c, "unreadable", message=f"cannot be read ({c.unreadable}); skipped"))
+            elif c.target is None:
                 report.add(FileResult(c, "unconfirmed", message="no cwd recorded in the file; not imported"))
             elif c.target.id != self.proj.id and not self.options.every:
                 status = "other-project"
@@ -245,7 +274,9 @@ class Importer:
         for c in self.select(candidates, report):
             try:
                 report.add(self.one(c))
-            except (OSError, ValueError) as exc:
+            except OSError as exc:  # gone or unreadable since discovery: skip it, import the rest
+                report.add(FileResult(c, "unreadable", message=f"cannot be read ({exc.strerror or exc}); skipped"))
+            except ValueError as exc:
                 report.add(FileResult(c, "error", message=f"{type(exc).__name__}: {exc}"))
             if progress:
                 progress(c)
@@ -264,15 +295,41 @@ class Importer:
 
     def one(self, c: Candidate) -> FileResult:
         assert c.target is not None
+        if self.options.dry_run:
+            return self._dry_run(c)
         mem = self.memory(c.target)
         db = mem.store.db
-        if not self.options.force and not self.options.dry_run:
+        if not self.options.force:
             row = db.execute("SELECT size, mtime_ns FROM imports WHERE source = ? AND path = ?", (c.source, c.path))
             if tuple(row.fetchone() or ()) == (c.size, c.mtime_ns):
                 return FileResult(c, "unchanged")
+        parsed, events, fields = self._parse(c)
+        if self.options.force:
+            self.unimport(mem, parsed)
+        live = _live_captured(db, str(parsed.session_id))
+        if events and not live:
+            events.insert(0, _start_marker(parsed))
+        result = mem.store.append(events)
+        if not live and (result.inserted or self.options.force):
+            self.close_session(mem, parsed)
+            self.resummarize(mem, parsed)
+        if fields["complete"]:
+            # Only a whole file goes in the ledger: after --since, without --sidechains when it has some,
+            # or mid-turn, a later plain import must read it again instead of calling it unchanged.
+            with mem.store.write() as tx:
+                tx.execute(
+                    "INSERT OR REPLACE INTO imports (source, path, session_id, size, mtime_ns, events, imported_at)"
+                    " VALUES (?,?,?,?,?,?,?)",
+                    (c.source, c.path, parsed.session_id, c.size, c.mtime_ns, len(result.inserted), keys.now_iso()),
+                )
+        return FileResult(c, "imported", new=len(result.inserted), present=result.duplicates, **fields)
+
+    def _parse(self, c: Candidate) -> tuple[ParsedSession, list[NewEvent], dict[str, Any]]:
         parsed = SOURCES[c.source].parse(c.path, self.cfg, sidechains=self.options.sidechains)
         events = [e for e in parsed.events if not self.options.since or (e.ts or "") >= self.options.since]
         events.sort(key=lambda e: e.ts or "")  # answers are built at the end of their turn: restore time order
+        left_out = bool(self.options.since and len(events) < len(parsed.events))
+        left_out = left_out or (not self.options.sidechains and parsed.skipped.get("sidechain", 0) > 0)
         fields: dict[str, Any] = {
             "session_id": parsed.session_id,
             "first_ts": parsed.first_ts,
@@ -282,25 +339,48 @@ class Importer:
             "skipped": parsed.skipped,
             "types": parsed.counts(),
             "unpaired_tools": parsed.unpaired_tools,
+            "complete": not left_out and not parsed.open_turn,
         }
-        if self.options.dry_run:
+        if parsed.open_turn:
+            fields["message"] = "ends mid-turn: its last answer is left for a later import"
+        return parsed, events, fields
+
+    def _dry_run(self, c: Candidate) -> FileResult:
+        """Count what an import would add, reading the store if there is one and creating nothing."""
+        assert c.target is not None
+        parsed, events, fields = self._parse(c)
+        fields.pop("complete")
+        if c.target.id in self.memories:
+            db: Any = self.memories[c.target.id].store.db
+        elif os.path.exists(c.target.db_file):
+            db = sqlite3.connect(f"file:{c.target.db_file}?mode=ro", uri=True)
+        else:
+            return FileResult(c, "dry-run", new=len(events), present=0, **fields)
+        try:
             new = sum(1 for e in events if not _exists(db, e))
-            return FileResult(c, "dry-run", new=new, present=len(events) - new, **fields)
-        if self.options.force:
-            self.unimport(mem, parsed)
-        live = _live_captured(db, str(parsed.session_id))
-        if events and not live:
-            events.insert(0, _start_marker(parsed))
-        result = mem.store.append(events)
-        if result.inserted and not live:
-            self.resummarize(mem, parsed)
-        with mem.store.write() as tx:
-            tx.execute(
-                "INSERT OR REPLACE INTO imports (source, path, session_id, size, mtime_ns, events, imported_at)"
-                " VALUES (?,?,?,?,?,?,?)",
-                (c.source, c.path, parsed.session_id, c.size, c.mtime_ns, len(result.inserted), keys.now_iso()),
-            )
-        return FileResult(c, "imported", new=len(result.inserted), present=result.duplicates, **fields)
+        finally:
+            if c.target.id not in self.memories:
+                db.close()
+        return FileResult(c, "dry-run", new=new, present=len(events) - new, **fields)
+
+    def close_session(self, mem: Memory, parsed: ParsedSession) -> None:
+        """An imported session gets an end marker at its last event, so it does not count as open forever;
+        it moves when the file grows. Not while a turn is still open (the session may be live)."""
+        if parsed.open_turn or not parsed.last_ts:
+            return
+        sid = str(parsed.session_id)
+        old = mem.store.db.execute(
+            "SELECT id, ts FROM events WHERE session_id = ? AND type = 'session_end'"
+            " AND json_extract(metadata, '$.imported') IS NOT NULL",
+            (sid,),
+        ).fetchall()
+        if [r[1] for r in old] == [parsed.last_ts]:
+            return
+        if old:
+            mem.store.forget([(r[0], "session_end") for r in old], "import-end", sid)
+        meta = {"cwd": parsed.cwd, "reason": "imported", "source": "import", "imported": parsed.source}
+        content = f"Session ended (imported from {parsed.source}; last activity {parsed.last_ts})"
+        mem.store.append([NewEvent("session_end", sid, content, "import-end", meta, ts=parsed.last_ts)])
 
     def unimport(self, mem: Memory, parsed: ParsedSession) -> None:
         """--force: remove what earlier imports of this session stored, so it is re-imported cleanly."""
@@ -315,26 +395,11 @@ class Importer:
             mem.forget(ids=ids)
 
     def resummarize(self, mem: Memory, parsed: ParsedSession) -> None:
-        """One extractive summary per imported session, replaced when the file grew."""
-        from memlane.capture.summary import summarize
+        """One extractive summary per imported session, from all its events, replaced when the file grew."""
+        from memlane.capture.summary import refresh
 
-        sid = str(parsed.session_id)
-        old = [
-            r[0]
-            for r in mem.store.db.execute(
-                "SELECT id FROM events WHERE session_id = ? AND type = 'session_summary'"
-                " AND json_extract(metadata, '$.imported') IS NOT NULL",
-                (sid,),
-            )
-        ]
-        history = mem.store.history(session=sid, limit=5000, oldest_first=True)
-        text = summarize([e for e in history if e.type != "session_summary"])
-        if not text:
-            return
-        if old:
-            mem.store.forget([(i, "session_summary") for i in old], "import-summary", sid)
         meta = {"cwd": parsed.cwd, "source": "extractive", "imported": parsed.source}
-        mem.store.append([NewEvent("session_summary", sid, text, "import-summary", meta, ts=parsed.last_ts)])
+        refresh(mem.store, str(parsed.session_id), "import-summary", meta, ts=parsed.last_ts)
 
 
 def _exists(db: Any, event: NewEvent) -> bool:

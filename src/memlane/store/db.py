@@ -464,8 +464,10 @@ class Store:
     ) -> list[Event]:
         where, args = self._filters(session=session, types=types, since=since, until=until)
         order = "ASC" if oldest_first else "DESC"
+        # By the event's own time, not insertion: an import adds old sessions (and a session's interim
+        # texts) after newer events; seq only breaks ties.
         rows = self.db.execute(
-            f"SELECT {_EVENT_COLUMNS} FROM events {where} ORDER BY seq {order} LIMIT ?", [*args, limit]
+            f"SELECT {_EVENT_COLUMNS} FROM events {where} ORDER BY ts {order}, seq {order} LIMIT ?", [*args, limit]
         ).fetchall()
         return [_event(r) for r in rows]
 
@@ -496,14 +498,16 @@ class Store:
         return out
 
     def neighbours(self, event: Event, before: int = 3, after: int = 3) -> list[Event]:
-        """Events of the same session around ``event``, in order, including it."""
+        """Events of the same session around ``event``, in time order (then insertion), including it."""
         prev = self.db.execute(
-            f"SELECT {_EVENT_COLUMNS} FROM events WHERE session_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
-            (event.session_id, event.seq, before),
+            f"SELECT {_EVENT_COLUMNS} FROM events WHERE session_id = ? AND (ts < ? OR (ts = ? AND seq < ?))"
+            " ORDER BY ts DESC, seq DESC LIMIT ?",
+            (event.session_id, event.ts, event.ts, event.seq, before),
         ).fetchall()
         nxt = self.db.execute(
-            f"SELECT {_EVENT_COLUMNS} FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT ?",
-            (event.session_id, event.seq, after),
+            f"SELECT {_EVENT_COLUMNS} FROM events WHERE session_id = ? AND (ts > ? OR (ts = ? AND seq > ?))"
+            " ORDER BY ts, seq LIMIT ?",
+            (event.session_id, event.ts, event.ts, event.seq, after),
         ).fetchall()
         return [*(_event(r) for r in reversed(prev)), event, *(_event(r) for r in nxt)]
 
