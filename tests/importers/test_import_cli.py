@@ -56,7 +56,7 @@ def test_import_both_sources_then_rerun(proj: Path, homes: tuple[Path, Path]) ->
 
     code, out = memlane(proj, "history", "--json", "--limit", "1000")
     events = json.loads(out)
-    assert sum(e["type"] == "user_prompt" for e in events) == 4
+    assert sum(e["type"] == "user_prompt" for e in events) == 5  # 4 + the sidechain prompt --sidechains added
 
 
 def test_source_filter_and_dry_run(proj: Path, homes: tuple[Path, Path]) -> None:
