@@ -311,7 +311,7 @@ def test_payload_over_the_limit_is_kept_trimmed_and_logged(
     assert prompt.content.endswith(" tail-tapir")
     assert "characters omitted" in prompt.content
     assert len(prompt.content) < 2100
-    assert "exceeds capture.max_payload_bytes=1000; texts trimmed" in (memlane_home / "logs" / "hooks.log").read_text()
+    assert "exceeds capture.max_payload_bytes=1000; trimmed" in (memlane_home / "logs" / "hooks.log").read_text()
 
 
 def test_unknown_fields_and_events_are_ignored(hook: Hook, proj: Path) -> None:

@@ -96,7 +96,9 @@ class CaptureConfig(Section):
     max_output_lines: int = _f(100, "Tool output with more lines is cut to head + tail lines with a marker.")
     max_content_chars: int = _f(100000, "Prompts and answers longer than this are cut to head + tail with a marker.")
     webfetch_chars: int = _f(500, "WebFetch/WebSearch output kept (first N characters).")
-    max_payload_bytes: int = _f(20_000_000, "Hook payloads larger than this are logged; their texts are still stored, cut to max_content_chars.")
+    max_payload_bytes: int = _f(
+        20_000_000, "Hook payloads larger than this are logged; their texts are still stored, cut to max_content_chars."
+    )
 
 
 class InjectionConfig(Section):

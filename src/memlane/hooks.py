@@ -50,7 +50,7 @@ def parse_payload(raw: bytes, max_bytes: int) -> dict[str, Any]:
     if len(raw) > max_bytes:
         # Still read it: a 20 MB paste is a real prompt. The builders cut every text to
         # capture.max_content_chars with a marker, so the store never holds the whole of it.
-        log("hooks", "warning", f"payload of {len(raw)} bytes exceeds capture.max_payload_bytes={max_bytes}; texts trimmed")
+        log("hooks", "warning", f"payload of {len(raw)} bytes exceeds capture.max_payload_bytes={max_bytes}; trimmed")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -138,7 +138,9 @@ def subagent_response(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:
     p = Privacy(cfg)
     content = _filtered(p, text, cfg)
     agent = str(payload.get("agent_id") or payload.get("agent_type") or "subagent")
-    meta = p.stamp(_meta(payload, kind="subagent", agent_id=payload.get("agent_id"), agent_type=payload.get("agent_type")))
+    meta = p.stamp(
+        _meta(payload, kind="subagent", agent_id=payload.get("agent_id"), agent_type=payload.get("agent_type"))
+    )
     return [NewEvent("agent_response", str(payload["session_id"]), content, _turn(payload, "subagent", agent), meta)]
 
 

@@ -14,8 +14,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from memlane.capture import events as build
-from memlane.capture import observe
-from memlane.capture import transcript
+from memlane.capture import observe, transcript
 from memlane.config import Config
 from memlane.importers.common import ParsedSession, Turn, compaction_summary, norm_ts, read_jsonl
 

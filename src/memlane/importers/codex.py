@@ -150,7 +150,9 @@ def _command(cmd: Any) -> str:
 
 # Header lines Codex puts above a command's output ("Chunk ID: …", "Wall time: …", "Process exited with
 # code N" in 0.169; "Exit code: N", "Wall time: …" in 0.63), ended by a line "Output:".
-_HEADER = re.compile(r"^(?:Chunk ID|Wall time|Original token count|Exit code|Total output lines):|^Process exited with code ")
+_HEADER = re.compile(
+    r"^(?:Chunk ID|Wall time|Original token count|Exit code|Total output lines):|^Process exited with code "
+)
 
 
 def _split_output(text: str) -> tuple[int | None, str]:
