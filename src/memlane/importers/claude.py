@@ -169,6 +169,8 @@ class _Reader:
     def prompt(self, line: dict[str, Any], ts: str | None) -> None:
         text = transcript.text_of(line.get("message"))
         if not text or text.lstrip().startswith(SKIPPED_PROMPTS):
+            if text.lstrip().startswith("[Request interrupted by user"):
+                self.awaiting = False  # the user stopped the turn: no answer is coming
             self.session.skipped["command output"] += 1
             return
         self.turn.flush(self.session, self.cfg, self.payload())

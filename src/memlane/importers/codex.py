@@ -224,7 +224,7 @@ class _Reader:
             if s.session_id is None:
                 s.session_id = _id_from_name(s.path)
             s.seen(ts)
-            if kind == "event_msg" and payload.get("type") in ("task_started", "task_complete"):
+            if kind == "event_msg" and payload.get("type") in ("task_started", "task_complete", "turn_aborted"):
                 self.task_open = payload.get("type") == "task_started"
             elif kind == "event_msg":
                 if payload.get("type") == "user_message":

@@ -132,7 +132,7 @@ class Turn:
         turn has ended, under the same keys, so nothing is stored twice."""
         for line_key, ts, text in self.interim:
             session.add(_interim(session, cfg, payload, text), ts, f"{line_key}:interim")
-        if self.final and not complete:
+        if not complete:
             session.open_turn = True
         elif self.final:
             answer = "\n\n".join(t for _, _, t in self.final)
