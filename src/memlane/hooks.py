@@ -145,16 +145,15 @@ def _session_end_summary(store: Store, session_id: str, payload: dict[str, Any])
     refresh(store, session_id, turn, {"cwd": payload.get("cwd"), "source": "extractive"})
 
 
-def _replace_imported_start(store: Store, session_id: str) -> None:
-    """A session imported before its hooks ran got a start marker from the import; the live startup
-    marker now stands for it, so the session keeps one start."""
+def _replace_imported(store: Store, session_id: str, kind: str) -> None:
+    """A session imported before its hooks ran got start/end markers from the import; the live marker
+    now stands for it, so the session keeps one start and one end."""
     rows = store.db.execute(
-        "SELECT id FROM events WHERE session_id = ? AND type = 'session_start'"
-        " AND json_extract(metadata, '$.imported') IS NOT NULL",
-        (session_id,),
+        "SELECT id FROM events WHERE session_id = ? AND type = ? AND json_extract(metadata, '$.imported') IS NOT NULL",
+        (session_id, kind),
     ).fetchall()
     if rows:
-        store.forget([(r[0], "session_start") for r in rows], "import-start", session_id)
+        store.forget([(r[0], kind) for r in rows], f"import-{kind}", session_id)
 
 
 def _learn_preferences(store: Store, proj: project.Project, cfg: config.Config, event_id: str, text: str) -> None:
@@ -255,9 +254,10 @@ def handle(event: str, raw: bytes) -> str:
         drain_spool(store)
         response = batch[0].content if event == "Stop" and batch else ""
         if event == "SessionEnd":
+            _replace_imported(store, payload["session_id"], "session_end")
             _session_end_summary(store, payload["session_id"], payload)
         elif event == "SessionStart" and batch and batch[0].metadata.get("source") == "startup":
-            _replace_imported_start(store, payload["session_id"])
+            _replace_imported(store, payload["session_id"], "session_start")
         note = _workflow(event, payload, proj, cfg, response)
         if event == "UserPromptSubmit" and batch and ids:
             _learn_preferences(store, proj, cfg, ids[0], batch[0].content)

@@ -79,8 +79,8 @@ def refresh(store: Store, session_id: str, turn: str, meta: dict[str, Any], ts: 
     text = summarize([e for e in history if e.type != "session_summary"])
     if not text:
         return False
-    if len(old) == 1 and old[0].content == text:
-        return False
+    if len(old) == 1 and old[0].content == text and old[0].metadata.get("imported") == meta.get("imported"):
+        return False  # unchanged, and owned by the same side (hooks or import)
     if old:
         store.forget([(e.id, e.type) for e in old], "summary-refresh", session_id)
     store.append([NewEvent("session_summary", session_id, text, turn, meta, ts=ts)])
