@@ -285,8 +285,9 @@ def _web(tool: str, inp: dict[str, Any], response: Any, cfg: CaptureConfig) -> O
 
         try:
             meta["url_host"] = urlsplit(url).hostname or ""
-        except ValueError:  # e.g. "user:[REDACTED]@host" after redaction: a bad port; keep the event
-            meta["url_host"] = ""
+        except ValueError:  # "user:[REDACTED]@host" after redaction reads as a bad IPv6 literal
+            netloc = url.partition("://")[2].partition("/")[0].rpartition("@")[2]
+            meta["url_host"] = netloc.rpartition(":")[0] if netloc.count(":") == 1 else netloc
     if inp.get("query"):
         meta["query"] = str(inp["query"])
     if isinstance(response, dict) and isinstance(response.get("code"), int):

@@ -1,0 +1,177 @@
+"""Capture fidelity (issue 17): failed tools and subagents are captured like successes, and odd or huge
+inputs are stored with what can be read instead of being dropped."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import FAILURE, payload, run_hook_process
+from memlane import config, install, privacy, project
+from memlane.plugin.build import hooks_config
+from memlane.store import Store
+
+Hook = Callable[..., str]
+
+
+def events(proj: Path, type_: str | None = None) -> list[Any]:
+    p = project.identify(proj)
+    with Store(p.db_path, p.id) as s:
+        return s.history(types=[type_] if type_ else None, limit=10000, oldest_first=True)
+
+
+def failure_payload(**overrides: Any) -> dict[str, Any]:
+    data = json.loads((FAILURE / "PostToolUseFailure.json").read_text())
+    data.update(overrides)
+    return data
+
+
+def test_failed_bash_is_captured_with_exit_code_and_output(hook: Hook, proj: Path) -> None:
+    assert hook("PostToolUseFailure", failure_payload()) == ""
+    (obs,) = events(proj, "tool_observation")
+    assert obs.metadata["tool_name"] == "Bash"
+    assert obs.metadata["command"] == "echo 'FAILED test_x - failmark-capybara'; exit 3"
+    assert obs.metadata["exit_code"] == 3
+    assert obs.metadata["success"] is False
+    assert obs.metadata["error"] == "Exit code 3"
+    assert obs.metadata["tool_use_id"] == "toolu_a79b710d992c44e1b8073478"
+    assert obs.metadata["duration_ms"] == 37
+    assert obs.content == (
+        "Bash: echo 'FAILED test_x - failmark-capybara'; exit 3\nExit code 3\nFAILED test_x - failmark-capybara"
+    )
+
+
+def test_failure_redelivered_is_stored_once(hook: Hook, proj: Path) -> None:
+    hook("PostToolUseFailure", failure_payload())
+    hook("PostToolUseFailure", failure_payload())
+    assert len(events(proj, "tool_observation")) == 1
+
+
+def test_failed_non_bash_tool_and_interrupt(hook: Hook, proj: Path) -> None:
+    hook(
+        "PostToolUseFailure",
+        failure_payload(
+            tool_name="Read",
+            tool_input={"file_path": "/src/missing.py"},
+            tool_use_id="toolu_read",
+            error="File does not exist.",
+        ),
+    )
+    hook("PostToolUseFailure", failure_payload(tool_use_id="toolu_int", error="Interrupted", is_interrupt=True))
+    read, bash = events(proj, "tool_observation")
+    assert read.metadata["success"] is False and read.metadata["error"] == "File does not exist."
+    assert read.metadata["file_path"] == "/src/missing.py"
+    assert bash.metadata["interrupted"] is True and bash.metadata["success"] is False
+
+
+def test_failure_through_the_real_process(proj: Path) -> None:
+    result = run_hook_process("PostToolUseFailure", failure_payload(cwd=str(proj)))
+    assert result.returncode == 0 and result.stdout == b""
+    (obs,) = events(proj, "tool_observation")
+    assert obs.metadata["exit_code"] == 3
+
+
+def test_subagent_stop_keeps_the_subagents_answer(hook: Hook, proj: Path) -> None:
+    # SubagentStop as Claude Code 2.1.328 sends it (the harness README): Stop's fields plus agent_*.
+    data = payload(
+        "05-Stop.json",
+        hook_event_name="SubagentStop",
+        agent_id="agent-7",
+        agent_type="Explore",
+        agent_transcript_path="/tmp/agent-7.jsonl",
+        last_assistant_message="The pool leak is in db/pool.py:88 (wombat).",
+    )
+    hook("SubagentStop", data)
+    hook("Stop", payload("05-Stop.json"))
+    sub, main = sorted(events(proj, "agent_response"), key=lambda e: e.metadata.get("kind") != "subagent")
+    assert sub.content == "The pool leak is in db/pool.py:88 (wombat)."
+    assert sub.metadata["kind"] == "subagent" and sub.metadata["agent_type"] == "Explore"
+    assert main.content != sub.content  # the turn's own answer is a separate event
+
+
+def test_install_and_plugin_register_the_memory_events() -> None:
+    assert {"PostToolUseFailure", "SubagentStop"} <= set(install.HOOKS)
+    assert install.HOOKS["PostToolUseFailure"]["matcher"] == "*"
+    shipped = json.loads((Path(install.__file__).parent / "plugin" / "hooks" / "hooks.json").read_text())
+    assert shipped == hooks_config()
+    from memlane import hooks
+
+    assert set(install.HOOKS) == set(hooks.EVENTS)
+
+
+# ---- odd and huge inputs: stored, never dropped ----------------------------------------------------
+
+
+def test_webfetch_url_with_a_password(hook: Hook, proj: Path) -> None:
+    hook(
+        "PostToolUse",
+        payload(
+            "04-PostToolUse.json",
+            tool_name="WebFetch",
+            tool_input={"url": "https://deploy:PASSw0rd-lemur@internal.example.com/status", "prompt": "status?"},
+            tool_response={"code": 200, "result": "all green"},
+        ),
+    )
+    (obs,) = events(proj, "tool_observation")
+    assert "PASSw0rd-lemur" not in obs.content and "PASSw0rd-lemur" not in json.dumps(obs.metadata)
+    assert "all green" in obs.content
+    assert obs.metadata["url"].startswith("https://deploy:")
+    assert obs.metadata["url_host"] == "internal.example.com"
+
+
+def deep(levels: int, leaf: dict[str, Any]) -> dict[str, Any]:
+    value: dict[str, Any] = leaf
+    for _ in range(levels):
+        value = {"k": value}
+    return value
+
+
+def test_tool_input_nested_900_deep(hook: Hook, proj: Path) -> None:
+    hook(
+        "PostToolUse",
+        payload("04-PostToolUse.json", tool_name="mcp__x__y", tool_input=deep(900, {"q": "ok"}), tool_response="done"),
+    )
+    (obs,) = events(proj, "tool_observation")
+    assert obs.content.startswith('mcp__x__y: {"k": {"k":') and obs.content.endswith("done")
+
+
+def test_privacy_filter_redacts_at_any_depth() -> None:
+    cfg = config.Config().privacy
+    value = deep(5000, {"password": "hunter2-hunter2", "note": "token sk-ant-api03-" + "a" * 90})
+    filtered, result = privacy.filter_value(value, cfg)
+    for _ in range(5000):
+        filtered = filtered["k"]
+    assert filtered["password"] == cfg.secret_marker
+    assert "sk-ant-api03" not in filtered["note"]
+    assert result.secrets_redacted == 2
+    # lists, tuples and key order are kept
+    out, _ = privacy.filter_value({"b": [1, ("x", {"token": "abc123abc123"})], "a": None}, cfg)
+    assert list(out) == ["b", "a"] and out["b"][0] == 1 and out["b"][1][1]["token"] == cfg.secret_marker
+
+
+@pytest.mark.parametrize("cwd", [12, ["/x"], {"path": "/x"}, None])
+def test_cwd_that_is_not_a_string(
+    hook: Hook, proj: Path, monkeypatch: pytest.MonkeyPatch, cwd: Any, memlane_home: Path
+) -> None:
+    monkeypatch.chdir(proj)  # Claude Code runs hooks in the session's directory
+    from memlane import hooks
+
+    raw = json.dumps({**payload("02-UserPromptSubmit.json"), "cwd": cwd}).encode()
+    hooks.handle("UserPromptSubmit", raw)
+    (prompt,) = events(proj, "user_prompt")
+    assert prompt.content.endswith("(marker zebrafinch)")
+    assert prompt.metadata["cwd"] == str(proj)
+
+
+def test_prompt_over_20_mb_is_trimmed_with_a_marker(hook: Hook, proj: Path) -> None:
+    big = "start-axolotl " + "y" * 21_000_000 + " end-pangolin"
+    hook("UserPromptSubmit", payload("02-UserPromptSubmit.json", prompt=big))
+    (prompt,) = events(proj, "user_prompt")
+    limit = config.Config().capture.max_content_chars
+    assert prompt.content.startswith("start-axolotl ") and prompt.content.endswith(" end-pangolin")
+    assert "characters omitted" in prompt.content
+    assert len(prompt.content) <= limit + 100
