@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from conftest import FAILURE, payload, run_hook_process
+from conftest import CLAUDE_CODE, FAILURE, payload, run_hook_process
 from memlane import config, install, privacy, project
 from memlane.plugin.build import hooks_config
 from memlane.store import Store
@@ -22,6 +22,10 @@ def events(proj: Path, type_: str | None = None) -> list[Any]:
     p = project.identify(proj)
     with Store(p.db_path, p.id) as s:
         return s.history(types=[type_] if type_ else None, limit=10000, oldest_first=True)
+
+
+def more(name: str, **overrides: Any) -> dict[str, Any]:
+    return {**json.loads((CLAUDE_CODE / "more" / name).read_text()), **overrides}
 
 
 def failure_payload(**overrides: Any) -> dict[str, Any]:
@@ -76,21 +80,25 @@ def test_failure_through_the_real_process(proj: Path) -> None:
 
 
 def test_subagent_stop_keeps_the_subagents_answer(hook: Hook, proj: Path) -> None:
-    # SubagentStop as Claude Code 2.1.328 sends it (the harness README): Stop's fields plus agent_*.
-    data = payload(
-        "05-Stop.json",
-        hook_event_name="SubagentStop",
-        agent_id="agent-7",
-        agent_type="Explore",
-        agent_transcript_path="/tmp/agent-7.jsonl",
-        last_assistant_message="The pool leak is in db/pool.py:88 (wombat).",
-    )
-    hook("SubagentStop", data)
-    hook("Stop", payload("05-Stop.json"))
-    sub, main = sorted(events(proj, "agent_response"), key=lambda e: e.metadata.get("kind") != "subagent")
-    assert sub.content == "The pool leak is in db/pool.py:88 (wombat)."
-    assert sub.metadata["kind"] == "subagent" and sub.metadata["agent_type"] == "Explore"
-    assert main.content != sub.content  # the turn's own answer is a separate event
+    # Real 2.1.328 payloads: the Agent tool returns at once ("async_launched"); the answer comes later.
+    hook("PostToolUse", more("PostToolUse-Agent-async.json"))
+    hook("SubagentStop", more("SubagentStop-agent.json", last_assistant_message="The leak is in pool.py:88 (yak)."))
+    hook("SubagentStop", more("SubagentStop-agent.json", last_assistant_message="The leak is in pool.py:88 (yak)."))
+    (sub,) = events(proj, "agent_response")
+    assert sub.content == "The leak is in pool.py:88 (yak)."
+    assert sub.metadata["kind"] == "subagent"
+    assert sub.metadata["agent_type"] == "general-purpose"
+    assert sub.metadata["agent_id"] == "a12e0cbcbe6dfed2d"
+    (launch,) = events(proj, "tool_observation")
+    assert launch.metadata["tool_name"] == "Agent" and "async_launched" in launch.content
+
+
+def test_compaction_helpers_are_not_stored_twice(hook: Hook, proj: Path) -> None:
+    hook("PreCompact", more("PreCompact-manual.json"))
+    hook("SubagentStop", more("SubagentStop-compact.json"))
+    assert events(proj, "agent_response") == []
+    (marker,) = events(proj, "compaction")
+    assert marker.content == "Context compaction (manual)"
 
 
 def test_install_and_plugin_register_the_memory_events() -> None:

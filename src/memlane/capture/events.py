@@ -129,15 +129,20 @@ def tool_failure(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:
 def subagent_response(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:
     """SubagentStop: a subagent's final answer (``last_assistant_message``), kept apart from the turn's own.
 
-    Subagent transcripts live beside the session's and are not imported, so this hook is the only place
-    a subagent's conclusion is recorded.
+    Claude Code 2.1.328 runs Agent-tool subagents asynchronously: the tool's PostToolUse only says
+    "async_launched", and subagent transcripts are not imported, so this hook is the only place a
+    subagent's conclusion is recorded (tests/fixtures/claude-code/more/).
     """
     text = payload.get("last_assistant_message")
     if not isinstance(text, str) or not text.strip():
         return []
+    if not payload.get("agent_type"):
+        # Claude Code's own helpers (the two agents /compact runs) have no type; their text is the
+        # compaction summary, stored from SessionStart(compact).
+        return []
     p = Privacy(cfg)
     content = _filtered(p, text, cfg)
-    agent = str(payload.get("agent_id") or payload.get("agent_type") or "subagent")
+    agent = str(payload.get("agent_id") or payload.get("agent_type"))
     meta = p.stamp(
         _meta(payload, kind="subagent", agent_id=payload.get("agent_id"), agent_type=payload.get("agent_type"))
     )
