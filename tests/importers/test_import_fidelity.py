@@ -209,6 +209,7 @@ def test_history_is_in_time_order_not_insertion_order(proj: Path, homes: tuple[P
     real_transcript(claude_dir, proj)  # a session from 2026-11-22, imported after
     run_import(proj, ("claude",))
     code, out = memlane(proj, "history", "--json", "--limit", "3")
+    assert code == 0, out
     newest = json.loads(out)
     assert newest[0]["session_id"] == "live-now"
     with Memory.open(proj) as mem:

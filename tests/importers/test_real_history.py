@@ -4,7 +4,6 @@ with what happened in those sessions (tests/fixtures/README.md and the Codex fie
 from __future__ import annotations
 
 import json
-import shutil
 from collections import Counter
 from pathlib import Path
 from typing import Any
