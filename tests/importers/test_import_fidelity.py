@@ -218,6 +218,23 @@ def test_history_is_in_time_order_not_insertion_order(proj: Path, homes: tuple[P
     assert old[0].type == "session_start" and old[-1].type in ("session_end", "session_summary")
 
 
+def test_timeline_is_in_time_order(proj: Path) -> None:
+    """An import adds a turn's interim texts after its final answer; the timeline reads by time."""
+    with Memory.open(proj) as mem:
+        mem.store.append(
+            [
+                NewEvent("user_prompt", "s", "ask", "1", {}, ts="2026-01-01T00:00:01.000Z"),
+                NewEvent("agent_response", "s", "final", "4", {}, ts="2026-01-01T00:00:04.000Z"),
+                NewEvent("session_end", "s", "end", "5", {}, ts="2026-01-01T00:00:05.000Z"),
+                NewEvent("agent_response", "s", "interim", "2", {}, ts="2026-01-01T00:00:02.000Z"),
+                NewEvent("tool_observation", "s", "Bash: x", "3", {}, ts="2026-01-01T00:00:03.000Z"),
+            ]
+        )
+        (middle,) = mem.history(session="s", types=["tool_observation"], limit=1)
+        around = mem.timeline(middle.id, before=2, after=2)
+    assert [e.content for e in around] == ["ask", "interim", "Bash: x", "final", "end"]
+
+
 def test_import_then_hooks_keep_one_start_and_one_summary(proj: Path, homes: tuple[Path, Path]) -> None:
     claude_dir, _ = homes
     real_transcript(claude_dir, proj)
@@ -253,3 +270,57 @@ def test_summary_uses_every_event_of_a_long_session(proj: Path) -> None:
         assert refresh(mem.store, "long", "end", {})
         (summary,) = mem.store.history(session="long", types=["session_summary"], limit=5)
     assert "Files changed: late.py" in summary.content
+
+
+# ---- exit codes from every output form ----------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("tool", "output", "exit_code", "text"),
+    [
+        # Codex 0.169 exec_command (plain text)
+        ("Bash", "Chunk ID: 1\nWall time: 0.0 seconds\nProcess exited with code 1\nOriginal token count: 2\n"
+                 "Output:\nFAIL: test_x\n", 1, "FAIL: test_x\n"),
+        # Codex 0.63 shell_command and 0.169 apply_patch (plain text)
+        ("Bash", "Exit code: 2\nWall time: 0 seconds\nOutput:\nno such file\n", 2, "no such file\n"),
+        # Codex 0.63 apply_patch / older shell: JSON in a string
+        ("Bash", '{"output": "boom\\n", "metadata": {"exit_code": 7, "duration_seconds": 0.1}}', 7, "boom\n"),
+        # a command still running when exec_command returned: no status, not "0"
+        ("Bash", "Chunk ID: 1\nWall time: 10.0 seconds\nProcess running with session ID 3\nOriginal token count: 1\n"
+                 "Output:\nlistening\n", None, "listening\n"),
+        # a line that only looks like a status, below the header, is output
+        ("Bash", "Exit code: 0\nWall time: 0 seconds\nOutput:\nProcess exited with code 9\n", 0,
+         "Process exited with code 9\n"),
+        # Codex write_stdin polling a running command
+        ("write_stdin", "Chunk ID: 2\nWall time: 1.0 seconds\nProcess exited with code 4\nOriginal token count: 1\n"
+                        "Output:\ndone\n", 4, "done\n"),
+    ],
+)  # fmt: skip
+def test_codex_output_forms(tool: str, output: str, exit_code: int | None, text: str) -> None:
+    from memlane.capture import observe
+    from memlane.config import Config
+    from memlane.importers.codex import _response
+
+    response = _response(tool, output, {"command": "x"})
+    obs = observe.observe(tool, {"command": "x"}, response, Config().capture)
+    assert obs.metadata["exit_code"] == exit_code
+    assert obs.metadata["success"] is (exit_code in (0, None))
+    assert obs.output == text
+
+
+@pytest.mark.parametrize(
+    "response",
+    [
+        "Error: Exit code 3\nFAILED test_x",  # transcript toolUseResult
+        {"content": "Exit code 3\nFAILED test_x", "is_error": True},  # PostToolUseFailure / is_error block
+        {"content": "Error: Exit code 3\nFAILED test_x", "is_error": True},
+    ],
+)
+def test_claude_failure_forms_store_the_same_observation(response: Any) -> None:
+    from memlane.capture import observe
+    from memlane.config import Config
+
+    obs = observe.observe("Bash", {"command": "pytest"}, response, Config().capture)
+    assert obs.metadata["exit_code"] == 3 and obs.metadata["success"] is False
+    assert obs.metadata["error"] == "Exit code 3"
+    assert obs.content() == "Bash: pytest\nExit code 3\nFAILED test_x"

@@ -159,6 +159,8 @@ def observe(tool: str, tool_input: Any, response: Any, cfg: CaptureConfig) -> Ob
     inp = tool_input if isinstance(tool_input, dict) else {}
     handler = _HANDLERS.get(tool, _generic)
     obs = handler(tool, inp, response, cfg)
+    if "exit_code" not in obs.metadata and isinstance(response, dict) and type(response.get("exit_code")) is int:
+        obs.metadata["exit_code"] = response["exit_code"]  # e.g. Codex write_stdin polling a command
     error = _error_of(response)
     obs.metadata["tool_name"] = tool
     obs.metadata["success"] = error is None and obs.metadata.get("exit_code", 0) in (0, None)
@@ -212,8 +214,8 @@ def _bash(tool: str, inp: dict[str, Any], response: Any, cfg: CaptureConfig) -> 
         code = response.get("exit_code", response.get("exitCode", response.get("returnCode")))
         if isinstance(code, int) and not isinstance(code, bool):
             meta["exit_code"] = code
-        elif response.get("interrupted"):
-            meta["exit_code"] = None
+        elif response.get("interrupted") or response.get("running"):
+            meta["exit_code"] = None  # no status (yet): not a success of 0
         else:
             match = _EXIT_CODE.search(err)
             meta["exit_code"] = int(match.group(1)) if match else 0

@@ -151,8 +151,10 @@ def _command(cmd: Any) -> str:
 # Header lines Codex puts above a command's output ("Chunk ID: …", "Wall time: …", "Process exited with
 # code N" in 0.169; "Exit code: N", "Wall time: …" in 0.63), ended by a line "Output:".
 _HEADER = re.compile(
-    r"^(?:Chunk ID|Wall time|Original token count|Exit code|Total output lines):|^Process exited with code "
+    r"^(?:Chunk ID|Wall time|Original token count|Exit code|Total output lines):"
+    r"|^Process exited with code |^Process running with session ID "
 )
+_RUNNING = "\nProcess running with session ID "  # exec_command returned before the command ended
 
 
 def _split_output(text: str) -> tuple[int | None, str]:
@@ -180,11 +182,15 @@ def _response(tool: str, output: Any, tool_input: Any) -> Any:
         meta = data.get("metadata")
         text, code = data.get("output"), meta.get("exit_code") if isinstance(meta, dict) else None
     text = str(text if text is not None else output or "")
+    running = False
     if not isinstance(code, int) or isinstance(code, bool):
+        running = _RUNNING in "\n" + text.split("\nOutput:\n", 1)[0]
         code, text = _split_output(text)
     response: dict[str, Any] = {"stdout": text} if tool == "Bash" else {"content": text}
     if code is not None:
         response["exit_code"] = code
+    elif running:
+        response["running"] = True
     return response
 
 
