@@ -348,8 +348,7 @@ class Importer:
     def _dry_run(self, c: Candidate) -> FileResult:
         """Count what an import would add, reading the store if there is one and creating nothing."""
         assert c.target is not None
-        _parsed, events, fields = self._parse(c)
-        fields.pop("complete")
+        _parsed, events, fields = self._parse(c)  # "complete": whether the import would be whole
         if c.target.id in self.memories:
             db: Any = self.memories[c.target.id].store.db
         elif os.path.exists(c.target.db_file):
