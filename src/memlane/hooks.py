@@ -153,7 +153,7 @@ def _replace_imported(store: Store, session_id: str, kind: str) -> None:
         (session_id, kind),
     ).fetchall()
     if rows:
-        store.forget([(r[0], kind) for r in rows], f"import-{kind}", session_id)
+        store.replace_derived([r[0] for r in rows], [])
 
 
 def _learn_preferences(store: Store, proj: project.Project, cfg: config.Config, event_id: str, text: str) -> None:

@@ -81,7 +81,5 @@ def refresh(store: Store, session_id: str, turn: str, meta: dict[str, Any], ts: 
         return False
     if len(old) == 1 and old[0].content == text and old[0].metadata.get("imported") == meta.get("imported"):
         return False  # unchanged, and owned by the same side (hooks or import)
-    if old:
-        store.forget([(e.id, e.type) for e in old], "summary-refresh", session_id)
-    store.append([NewEvent("session_summary", session_id, text, turn, meta, ts=ts)])
+    store.replace_derived([e.id for e in old], [NewEvent("session_summary", session_id, text, turn, meta, ts=ts)])
     return True

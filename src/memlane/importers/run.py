@@ -375,11 +375,10 @@ class Importer:
         ).fetchall()
         if [r[1] for r in old] == [parsed.last_ts]:
             return
-        if old:
-            mem.store.forget([(r[0], "session_end") for r in old], "import-end", sid)
         meta = {"cwd": parsed.cwd, "reason": "imported", "source": "import", "imported": parsed.source}
         content = f"Session ended (imported from {parsed.source}; last activity {parsed.last_ts})"
-        mem.store.append([NewEvent("session_end", sid, content, "import-end", meta, ts=parsed.last_ts)])
+        end = NewEvent("session_end", sid, content, "import-end", meta, ts=parsed.last_ts)
+        mem.store.replace_derived([r[0] for r in old], [end])
 
     def unimport(self, mem: Memory, parsed: ParsedSession) -> None:
         """--force: remove what earlier imports of this session stored, so it is re-imported cleanly."""

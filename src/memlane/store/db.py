@@ -308,6 +308,32 @@ class Store:
                     result.inserted.append(event_id)
         return result
 
+    def replace_derived(self, old_ids: Sequence[str], events: Iterable[NewEvent]) -> AppendResult:
+        """Swap derived events (a session's summary or its import markers) for new ones in one transaction.
+
+        Unlike ``forget`` this is routine upkeep, not a purge: no tombstone and no index rewrite, so a
+        hook can afford it. Only for events rebuilt from the session's own events.
+        """
+        result = AppendResult()
+        with self.write() as db:
+            sessions: set[str] = set()
+            for start in range(0, len(old_ids), 500):
+                chunk = list(old_ids[start : start + 500])
+                marks = ",".join("?" * len(chunk))
+                sessions.update(
+                    r[0] for r in db.execute(f"SELECT DISTINCT session_id FROM events WHERE id IN ({marks})", chunk)
+                )
+                db.execute(f"DELETE FROM events WHERE id IN ({marks})", chunk)
+            for sid in sessions:
+                self._recount_session(db, sid)
+            for event in events:
+                event_id = self._insert(db, event)
+                if event_id is None:
+                    result.duplicates += 1
+                else:
+                    result.inserted.append(event_id)
+        return result
+
     def _insert(self, db: sqlite3.Connection, event: NewEvent) -> str | None:
         dedupe = event.key()
         if db.execute("SELECT 1 FROM events WHERE dedupe_key = ?", (dedupe,)).fetchone():
