@@ -204,3 +204,16 @@ def test_broad_matches_are_bounded_and_unknown_words_do_not_hide_known_ones(
     # Within the budget the rare word still ranks by BM25.
     assert "zebrafinch" in store.fts("zebrafinch flibbertigibbet", limit=5)[0][0].content
     assert store.fts("flibbertigibbet", limit=5) == []
+
+
+def test_replace_derived_swaps_events_without_a_tombstone(store: Store) -> None:
+    store.append([ev("ask"), ev("first summary", "end", "session_summary")])
+    (old,) = store.history(types=["session_summary"], limit=5)
+    result = store.replace_derived([old.id], [ev("second summary", "end", "session_summary")])
+    assert len(result.inserted) == 1
+    assert [e.content for e in store.history(types=["session_summary"], limit=5)] == ["second summary"]
+    assert [e.content for e, _ in store.fts("summary")] == ["second summary"]  # gone from full-text too
+    session = store.session("s1")
+    assert session is not None
+    assert session["event_count"] == 2 and session["summary"] == "second summary"
+    assert store.tombstones() == []
