@@ -153,6 +153,11 @@ def _print_summary(report: Report, dry_run: bool) -> None:
     unconfirmed = files.get("unconfirmed", 0)
     if unconfirmed:
         render.console.print(f"{unconfirmed} file(s) record no working directory and were left alone")
+    open_turns = sum(f.open_turn for f in report.files if f.status in ("imported", "dry-run"))
+    if open_turns:
+        render.console.print(
+            f"{open_turns} session(s) end mid-turn (still running?): their last answer waits for a later import"
+        )
     unreadable = [f for f in report.files if f.status == "unreadable"]
     if unreadable:
         render.console.print(f"[yellow]{len(unreadable)} unreadable file(s) skipped[/]")

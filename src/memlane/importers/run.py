@@ -83,6 +83,7 @@ class FileResult:
         # imported | unchanged | dry-run | other-project | unconfirmed | old | over-limit | unreadable | error
         self.status = status
         self.complete = bool(fields.get("complete", False))  # recorded in the ledger: nothing left out
+        self.open_turn = bool(fields.get("open_turn", False))  # ends mid-turn: last answer left for later
         self.session_id: str | None = fields.get("session_id")
         self.first_ts: str | None = fields.get("first_ts")
         self.last_ts: str | None = fields.get("last_ts")
@@ -340,6 +341,7 @@ class Importer:
             "types": parsed.counts(),
             "unpaired_tools": parsed.unpaired_tools,
             "complete": not left_out and not parsed.open_turn,
+            "open_turn": parsed.open_turn,
         }
         if parsed.open_turn:
             fields["message"] = "ends mid-turn: its last answer is left for a later import"
