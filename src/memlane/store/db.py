@@ -464,8 +464,10 @@ class Store:
     ) -> list[Event]:
         where, args = self._filters(session=session, types=types, since=since, until=until)
         order = "ASC" if oldest_first else "DESC"
+        # By when it happened, not when it was stored: an import of last month's sessions lands after today's
+        # events in seq order, and "newest first" must still mean newest.
         rows = self.db.execute(
-            f"SELECT {_EVENT_COLUMNS} FROM events {where} ORDER BY seq {order} LIMIT ?", [*args, limit]
+            f"SELECT {_EVENT_COLUMNS} FROM events {where} ORDER BY ts {order}, seq {order} LIMIT ?", [*args, limit]
         ).fetchall()
         return [_event(r) for r in rows]
 
