@@ -49,8 +49,14 @@ def install(ctx: click.Context, scope: str, dry_run: bool) -> None:
 
 
 @click.command()
-@click.option("--scope", type=click.Choice([*SCOPES, "all"]), default="all", show_default=True)
-@click.option("--dry-run", is_flag=True)
+@click.option(
+    "--scope",
+    type=click.Choice([*SCOPES, "all"]),
+    default="all",
+    show_default=True,
+    help="Which settings file to clean (all: every one memlane may have written).",
+)
+@click.option("--dry-run", is_flag=True, help="Show what would change, write nothing.")
 @click.pass_context
 def uninstall(ctx: click.Context, scope: str, dry_run: bool) -> None:
     """Remove memlane's hooks (only memlane's) from Claude Code settings. Memory is kept."""
@@ -82,7 +88,7 @@ def _dir_size(path: Path) -> int:
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
     """What is installed, where data lives, how big it is."""
@@ -221,7 +227,7 @@ def repair() -> list[str]:
 
 @click.command()
 @click.option("--repair", "do_repair", is_flag=True, help="Fix what can be fixed automatically (ingest the spool).")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 @click.pass_context
 def doctor(ctx: click.Context, do_repair: bool, as_json: bool) -> None:
     """Check the installation and the stores; say how to fix each problem."""

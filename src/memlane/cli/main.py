@@ -371,19 +371,21 @@ def forget(
 def projects(as_json: bool) -> None:
     """Projects memlane has memory for (a store on disk; reads never add one)."""
     rows = []
+    sizes: list[int] = []
     for row in project.known_projects():
         db = paths.db_path(str(row["id"]))
         if not db.exists():  # registered by an older memlane's read, never written: not a memory
             continue
         row["size_bytes"] = _store_bytes(db)
+        sizes.append(_store_bytes(db))
         rows.append(row)
     if as_json:
         render.emit_json(rows)
     elif not rows:
         render.console.print("No projects yet: run Claude Code with memlane installed, or `memlane import`.")
     else:
-        for row in rows:
-            row["size"] = render.human_bytes(int(row["size_bytes"]))
+        for row, size in zip(rows, sizes, strict=True):
+            row["size"] = render.human_bytes(size)
         render.dict_table(rows, ["id", "name", "root", "size"])
 
 

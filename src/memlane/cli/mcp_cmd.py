@@ -93,9 +93,9 @@ def install_cmd(ctx: click.Context, client: str, scope: str, command: str | None
 
 
 @mcp_group.command("uninstall")
-@click.option("--client", required=True, type=CLIENT)
-@click.option("--scope", type=SCOPE, default="user", show_default=True)
-@click.option("--dry-run", is_flag=True)
+@click.option("--client", required=True, type=CLIENT, help="The MCP client to take memlane out of.")
+@click.option("--scope", type=SCOPE, default="user", show_default=True, help="user: all projects; project: this one.")
+@click.option("--dry-run", is_flag=True, help="Show what would change, write nothing.")
 @click.pass_context
 def uninstall_cmd(ctx: click.Context, client: str, scope: str, dry_run: bool) -> None:
     """Remove memlane's MCP server (only memlane's) from a client's config. Memory is kept."""

@@ -25,8 +25,9 @@ from rich.table import Table
 
 from memlane.store.db import Event
 
-console = Console(highlight=False, soft_wrap=False)
-err_console = Console(stderr=True, highlight=False)
+# In a pipe a line is a record: never wrap it at an imagined 80 columns.
+console = Console(highlight=False, soft_wrap=not sys.stdout.isatty())
+err_console = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
 
 
 WIDE = 100

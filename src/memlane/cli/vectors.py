@@ -47,7 +47,7 @@ def describe_embedding(r: ProcessReport) -> str:
 
 @click.command()
 @click.option("--limit", type=click.IntRange(1), help="Embed at most this many events.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 @click.pass_context
 def process(ctx: click.Context, limit: int | None, as_json: bool) -> None:
     """Embed the outbox into the vector index now (the daemon does this in the background)."""
@@ -67,7 +67,7 @@ def vectors() -> None:
 
 
 @vectors.command("status")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 @click.pass_context
 def status_cmd(ctx: click.Context, as_json: bool) -> None:
     """Outbox counts, vector count, model, index."""
@@ -91,7 +91,7 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
 
 @vectors.command("reconcile")
 @click.option("--fix/--check", default=True, show_default=True, help="Repair gaps, or only report them.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 @click.pass_context
 def reconcile_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
     """Compare events with vectors: queue events without vectors, delete vectors without events."""
@@ -111,7 +111,7 @@ def reconcile_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
 
 
 @vectors.command("rebuild")
-@click.option("--yes", "-y", is_flag=True)
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_context
 def rebuild_cmd(ctx: click.Context, yes: bool) -> None:
     """Drop this project's vectors and queue every event again."""
