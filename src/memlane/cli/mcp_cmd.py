@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -72,9 +71,19 @@ def _show(change: mcp_install.Change, dry_run: bool) -> None:
     where = {"installed": "to", "updated": "in", "removed": "from"}[change.action]
     click.echo(f"{verb} the memlane MCP server {where} {change.client} config {change.path}")
     if dry_run and change.entry is not None and change.action != "removed":
-        click.echo(json.dumps({"memlane": change.entry}, indent=2))
+        click.echo(mcp_install.preview(change.client, change.entry))
     if change.backup:
         click.echo(f"Backup of the previous file: {change.backup}")
+
+
+# Codex ignores a project's .codex/config.toml until the user trusts the project: without this note a
+# project-scope install looks broken.
+_CODEX_TRUST = {
+    "project": "Note: Codex reads a project's .codex/config.toml only once the project is trusted (Codex asks "
+    "the first time it starts there); until then use --scope user.",
+    "user": "Note: this entry is user-wide, so it works in every project; a project's .codex/config.toml "
+    "(--scope project) is read only once Codex trusts the project.",
+}
 
 
 @mcp_group.command("install")
@@ -90,6 +99,8 @@ def install_cmd(ctx: click.Context, client: str, scope: str, command: str | None
     if change.changed and not dry_run:
         click.echo(f"Restart {client} to load it; its tools are mem-search, mem-timeline, mem-details, "
                    "mem-source, mem-context-pack, mem-stats, mem-projects.")  # fmt: skip
+    if client == "codex":
+        click.echo(_CODEX_TRUST[scope])
 
 
 @mcp_group.command("uninstall")
