@@ -44,16 +44,21 @@ def one_line(value: Any) -> str:
     return " ".join(str(value if value is not None else "").split())
 
 
-def records(header: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None) -> bool:
+def records(
+    header: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None, plain_title: bool = False
+) -> bool:
     """Print rows without a table when a table would cut them; False means the caller draws its table.
 
-    The last column is the long text one.
+    The last column is the long text one. ``plain_title``: a command printing several tables keeps their
+    titles in a pipe too (a line of its own before each header), or they could not be told apart.
     """
     mode = layout()
     if mode == "table":
         return False
     if mode == "plain":
         write = sys.stdout.write
+        if plain_title and title:
+            write(f"{title}\n")
         write("\t".join(header) + "\n")
         for row in rows:
             write("\t".join(one_line(v) for v in row) + "\n")
@@ -116,7 +121,7 @@ def kv_table(rows: Sequence[tuple[str, Any]], title: str | None = None) -> None:
 
 
 def dict_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], title: str | None = None) -> None:
-    if records(columns, [[row.get(c) for c in columns] for row in rows], title):
+    if records(columns, [[row.get(c) for c in columns] for row in rows], title, plain_title=True):
         return
     table = Table(title=title, header_style="bold")
     for col in columns:
