@@ -140,7 +140,9 @@ def test_readme_has_runnable_examples() -> None:
 
 def test_the_matcher_binds_and_rejects() -> None:
     s = Session()
-    assert s.match(["a mem:k3x9q2 b", "...", "end"], ["a mem:abc123 b", "x", "y", "end"]) == {"mem:k3x9q2": "mem:abc123"}
+    assert s.match(["a mem:k3x9q2 b", "...", "end"], ["a mem:abc123 b", "x", "y", "end"]) == {
+        "mem:k3x9q2": "mem:abc123"
+    }
     assert s.match(["a mem:k3x9q2 mem:k3x9q2"], ["a mem:abc123 mem:zzz999"]) is None
     assert s.match(["took 3.1 s at 2026-11-25 03:31:13"], ["took 12 ms at 2025-01-02 10:00:00"]) == {}
     assert s.match(["exact"], ["exact", "extra"]) is None
