@@ -161,3 +161,27 @@ def test_no_color_and_pipes_have_no_escape_codes(captured: Path) -> None:
     result = _run("-C", str(captured), "stats", env={"NO_COLOR": "1", "FORCE_COLOR": ""})
     assert result.returncode == 0 and "\x1b[" not in result.stdout
     assert "events" in result.stdout
+
+
+def test_narrow_terminal_stacks_rows_instead_of_cutting_them(captured: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+
+    from rich.console import Console
+
+    from memlane.cli import render
+
+    long_text = "the checkout pool keeps timing out because connections are never released " * 3
+    buffer = io.StringIO()
+    monkeypatch.setattr(render, "console", Console(file=buffer, force_terminal=True, width=80, no_color=True))
+    rows = [{"id": "s1", "summary": long_text.strip()}]
+    render.dict_table(rows, ["id", "summary"])
+    out = buffer.getvalue()
+    words = " ".join(out.split())
+    assert long_text.strip() in words  # every word, none cut to "…"
+    assert max(len(line) for line in out.splitlines()) <= 80
+
+    wide = io.StringIO()
+    monkeypatch.setattr(render, "console", Console(file=wide, force_terminal=True, width=160, no_color=True))
+    render.dict_table(rows, ["id", "summary"])
+    table = wide.getvalue()
+    assert table.startswith("┏") and long_text.strip() in " ".join(table.replace("│", " ").split())

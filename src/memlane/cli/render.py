@@ -127,7 +127,7 @@ def dict_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], title: st
     for col in columns:
         table.add_column(col, overflow="fold")
     for row in rows:
-        table.add_row(*[short(str(row.get(c) if row.get(c) is not None else ""), 80) for c in columns])
+        table.add_row(*[one_line(row.get(c)) for c in columns])  # folded in its column, never cut
     console.print(table)
 
 
