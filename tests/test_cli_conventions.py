@@ -196,3 +196,9 @@ def test_narrow_terminal_stacks_rows_instead_of_cutting_them(captured: Path, mon
     render.dict_table(rows, ["id", "summary"])
     table = wide.getvalue()
     assert table.startswith("┏") and long_text.strip() in " ".join(table.replace("│", " ").split())
+
+
+def test_bare_memlane_prints_help_and_succeeds() -> None:
+    result = CliRunner().invoke(cli, [])
+    assert result.exit_code == 0 and result.stdout.startswith("Usage: ")
+    assert "Exit status: 0 success; 1 an error" in result.stdout

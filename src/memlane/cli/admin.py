@@ -106,7 +106,7 @@ def _dir_size(path: Path) -> int:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
-    """What is installed, where data lives, how big it is."""
+    """What is set up (hooks per scope, plugin, MCP clients, daemon), where data lives, how big it is."""
     from memlane.capture import spool
 
     root = _root(ctx.obj.cwd)

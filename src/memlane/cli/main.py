@@ -81,6 +81,7 @@ Colour: off when NO_COLOR is set or output is not a terminal; piped tables are t
     cls=Group,
     context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
     epilog=EPILOG,
+    invoke_without_command=True,
 )
 @click.version_option(__version__, "--version", "-V", prog_name="memlane", help="Show the version and exit.")
 @click.option(
@@ -93,6 +94,8 @@ def cli(ctx: click.Context, cwd: str | None, project_id: str | None) -> None:
     if cwd is not None and not os.path.isdir(cwd):
         raise click.ClickException(f"-C {cwd}: no such folder")
     ctx.obj = Ctx(cwd, project_id)
+    if ctx.invoked_subcommand is None:  # a bare `memlane` is a request for help, not a usage error
+        click.echo(ctx.get_help())
 
 
 # ---- reading -----------------------------------------------------------------------------------
