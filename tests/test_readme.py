@@ -9,7 +9,7 @@ compared loosely). What changes run to run is matched by shape:
 - ``mem:k3x9q2`` (a citation) and ``shop-1a2b3c4d`` (a project id) match any of their kind; the first
   match binds the name, later output must agree, and later commands get the real value substituted,
   so ``$ memlane show mem:k3x9q2`` shows the event the earlier output called ``mem:k3x9q2``;
-- dates and times, sizes (``140.0 KB``), pids and durations match any value;
+- dates and times, sizes (``140.0 KB``), pids, durations and scores (``0.91``) match any value;
 - ``...`` on a line of its own matches any number of lines; inside a line, any text.
 
 A command must exit 0 unless its expected output has an ``Error:`` line.
@@ -41,6 +41,7 @@ VOLATILE: list[tuple[str, bool]] = [
     (r"\d+(?:\.\d+)? (?:B|KB|MB|GB)\b", False),
     (r"\bpid \d+", False),
     (r"\b\d+(?:\.\d+)? ?(?:ms|s)\b", False),
+    (r"\b[01]\.\d\d\b", False),  # search scores: the ranking's weights are tuned often; the order is checked
 ]
 TOKEN = re.compile("|".join(f"({p})" for p, _ in VOLATILE))
 
