@@ -119,3 +119,16 @@ def test_memlane_does_not_remember_its_own_commands(hook: Callable[..., str], pr
     rows = json.loads(run(proj, "history", "--json")[1])
     assert sorted(r["content"] for r in rows) == ["Fixed the flaky test.", "fix the flaky test"]
     assert not os.listdir(paths.home() / "state" / "own-turn")
+
+
+def test_doctor_names_the_exception_of_a_daemon_that_crashed(proj: Path) -> None:
+    logs = paths.logs_dir()
+    logs.mkdir(parents=True, exist_ok=True)
+    (logs / "daemon.out").write_text(
+        'Traceback (most recent call last):\n  File "x.py", line 1, in <module>\n'
+        "ModuleNotFoundError: No module named 'uvicorn'\n"
+    )
+    checks = {c["name"]: c for c in json.loads(run(proj, "doctor", "--json")[1])}
+    assert checks["daemon"]["detail"].startswith(
+        "a session tried to start it and it failed: ModuleNotFoundError: No module named 'uvicorn' (from "
+    )

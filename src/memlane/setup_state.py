@@ -88,12 +88,13 @@ def start_failure() -> str | None:
         failed_at = out.stat().st_mtime
     except OSError:
         return None
-    errors = [line.strip() for line in lines[-50:] if line.startswith(("Error:", "Traceback")) or "Error:" in line]
-    if not errors:
+    tail = [line.strip() for line in lines[-50:] if line.strip()]
+    if not any(line.startswith(("Error:", "Traceback")) or "Error:" in line for line in tail):
         return None
     if _last_start() >= failed_at:
         return None
-    return errors[-1]
+    # The last line says it: click's one-line "Error: …", or a traceback's exception.
+    return tail[-1]
 
 
 def _last_start() -> float:
