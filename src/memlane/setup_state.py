@@ -1,13 +1,12 @@
 """What memlane has set up on this machine, read without changing anything: ``status`` and ``doctor`` show it.
 
-Hooks per Claude Code settings scope, the Claude Code plugin, MCP client configs, the daemon (running, port,
-model, backlog, last error, why it failed to start) and disk use.
+Hooks per Claude Code settings scope, the Claude Code plugin, MCP client configs, and the daemon (running,
+port, model, backlog, last error, why it failed to start). Disk use is ``status``'s own walk of the data dir.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import sqlite3
 import time
 from pathlib import Path
@@ -134,17 +133,3 @@ def daemon() -> dict[str, Any]:
         "log": str(paths.logs_dir() / "daemon.out"),
     }
 
-
-def disk() -> dict[str, int]:
-    """Bytes used by the data dir, and by the project stores within it."""
-    total = stores = 0
-    for root, _dirs, files in os.walk(paths.home()):
-        for name in files:
-            try:
-                size = os.path.getsize(os.path.join(root, name))
-            except OSError:
-                continue
-            total += size
-            if root.startswith(str(paths.projects_dir())):
-                stores += size
-    return {"data_bytes": total, "projects_bytes": stores}
