@@ -66,7 +66,9 @@ def records(
     if title:
         console.print(f"[bold]{title}[/]")
     for row in rows:
-        console.print("  ".join(str(v) for v in row[:-1]), style="cyan", markup=False)
+        # The first field names the row; the others carry their column's name, which a block has no header for.
+        fields = [one_line(row[0]), *(f"{h}: {one_line(v)}" for h, v in zip(header[1:-1], row[1:-1], strict=True))]
+        console.print("  ".join(fields), style="cyan", markup=False)
         console.print(" ".join(str(row[-1]).split()), markup=False, soft_wrap=False, overflow="fold")
         console.print()
     return True
