@@ -28,7 +28,7 @@ def filled(hook: Callable[..., str], proj: Path) -> Path:
 
 def invoke(proj: Path, *args: str) -> tuple[int, str]:
     result = CliRunner().invoke(cli, ["-C", str(proj), *args], catch_exceptions=False)
-    return result.exit_code, result.output
+    return result.exit_code, result.stdout
 
 
 def test_history_filters_and_json(filled: Path) -> None:
@@ -81,8 +81,14 @@ def test_forget_event_session_before_and_project(filled: Path) -> None:
         cli, ["-C", str(filled), "forget", "--session", "6f8a962b-e546-4507-8ff4-23e5a2f295f8"], input="n\n"
     )
     assert result.exit_code == 1 and "Aborted" in result.output
-    code, out = invoke(filled, "forget", "--session", "6f8a962b-e546-4507-8ff4-23e5a2f295f8", "--dry-run")
-    assert "Would forget" in out
+    session = "6f8a962b-e546-4507-8ff4-23e5a2f295f8"
+    expected = [r["citation"] for r in json.loads(invoke(filled, "history", "--session", session, "--json")[1])]
+    code, out = invoke(filled, "forget", "--session", session, "--dry-run")
+    listed = [line.split("\t")[0] for line in out.splitlines()[1:]]  # the events that would go, header first
+    assert code == 0 and sorted(listed) == sorted(expected) and len(listed) >= 5
+    dry = json.loads(invoke(filled, "forget", "--session", session, "--dry-run", "--json")[1])
+    assert sorted(e["citation"] for e in dry) == sorted(expected)
+    assert len(json.loads(invoke(filled, "history", "--session", session, "--json")[1])) == len(expected)
     code, out = invoke(filled, "forget", "--before", "2000-01-01", "--yes")
     assert "Nothing to forget" in out
     code, out = invoke(filled, "forget", "--project", "--yes")
@@ -103,7 +109,7 @@ def test_export_formats(filled: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["show", "mem:zzzzzz"], "no event"),
+        (["show", "mem:zzzzzz"], "no memory for this project yet"),
         (["history", "--since", "yesterday-ish"], "is not a date"),
         (["history", "--type", "nope"], "Invalid value"),
         (["history", "--limit", "0"], "Invalid value"),

@@ -7,7 +7,8 @@ import sys
 
 def main() -> None:
     argv = sys.argv[1:]
-    if argv[:1] == ["hook"]:
+    # `memlane hook -h` (or no event) goes to the CLI, which prints the hook command's help.
+    if argv[:1] == ["hook"] and len(argv) > 1 and argv[1] not in ("-h", "--help"):
         from memlane import hooks
 
         sys.exit(hooks.main(argv[1:]))

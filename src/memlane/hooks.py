@@ -16,7 +16,7 @@ import time
 
 from memlane import config, logs, paths, project
 from memlane.capture import events as build
-from memlane.capture import inject, spool
+from memlane.capture import inject, own, spool
 from memlane.logs import log
 from memlane.store.db import NewEvent, Store
 
@@ -247,6 +247,7 @@ def handle(event: str, raw: bytes) -> str:
     except OSError as exc:
         log("hooks", "warning", f"cannot register project {proj.id}: {exc}")
     batch = build.BUILDERS[event](payload, cfg) if cfg.capture.enabled else []
+    batch = own.drop_own(event, payload, batch)  # memlane's own commands are not memories
     store, ids = store_events(proj, cfg, batch)
     if store is None:
         return ""

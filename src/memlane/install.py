@@ -140,12 +140,33 @@ def add_ours(settings: dict[str, Any], command: str) -> list[str]:
     return list(HOOKS)
 
 
+def backup_copy(path: Path) -> Path:
+    """Copy ``path`` into memlane's data dir (``backups/``) before memlane changes it.
+
+    Not beside the file: ``.claude/settings.json`` is shared with a team through git, and backups piling
+    up next to it end up committed. The name keeps the original location readable
+    (``backups/home-me-shop-.claude-settings.json.20261125-031500``).
+    """
+    from memlane import paths
+
+    folder = paths.home() / "backups"
+    paths.ensure_dir(folder)
+    flat = str(path.resolve()).strip(os.sep).replace(os.sep, "-")
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    candidate = folder / f"{flat}.{stamp}"
+    n = 1
+    while candidate.exists():
+        n += 1
+        candidate = folder / f"{flat}.{stamp}-{n}"
+    shutil.copy2(path, candidate)
+    return candidate
+
+
 def _write(path: Path, settings: dict[str, Any]) -> Path | None:
     backup = None
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
-        backup = path.with_name(f"{path.name}.memlane-backup-{time.strftime('%Y%m%d-%H%M%S')}")
-        shutil.copy2(path, backup)
+        backup = backup_copy(path)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(json.dumps(settings, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
     if path.exists():

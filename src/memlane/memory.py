@@ -23,6 +23,10 @@ class MemoryError_(LookupError):
     """A user-facing lookup failure (unknown id, project, …); the message is one line."""
 
 
+class NoMemoryYet(MemoryError_):
+    """A read found no store for the project: reads never create one (it would then show up as a project)."""
+
+
 class Memory:
     def __init__(self, proj: project.Project, cfg: config.Config, store: Store) -> None:
         self.project = proj
@@ -36,7 +40,9 @@ class Memory:
         *,
         project_id: str | None = None,
         cfg: config.Config | None = None,
+        create: bool = True,
     ) -> Memory:
+        """The project's memory; with ``create=False`` a project without a store raises ``NoMemoryYet``."""
         cfg = cfg or config.load()
         if project_id:
             proj = project.by_id(project_id)
@@ -44,6 +50,8 @@ class Memory:
                 raise MemoryError_(f"unknown project id '{project_id}' (see `memlane projects`)")
         else:
             proj = project.identify(cwd or os.getcwd())
+        if not create and not proj.db_path.exists():
+            raise NoMemoryYet(f"no memory for this project yet ({proj.root})")
         project.register(proj)
         return cls(proj, cfg, Store(proj.db_path, proj.id, cfg.store.busy_timeout_ms))
 

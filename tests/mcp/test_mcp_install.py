@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from memlane import paths
 from memlane.cli.mcp_cmd import mcp_group
 from memlane.install import InstallError
 from memlane.mcp import install as mi
@@ -70,7 +71,7 @@ def test_install_writes_entry_and_is_idempotent(client: str, scope: str, proj: P
     again = run("install", "--client", client, "--scope", scope)
     assert again.exit_code == 0 and "already configured" in again.output
     assert path.read_bytes() == before
-    assert list(path.parent.glob(f"{path.name}.memlane-backup-*")) == []  # nothing existed, nothing changed
+    assert not (paths.home() / "backups").exists()  # nothing existed, nothing changed
 
 
 def test_merges_with_existing_servers_and_settings_and_backs_up(proj: Path) -> None:
@@ -89,7 +90,8 @@ def test_merges_with_existing_servers_and_settings_and_backs_up(proj: Path) -> N
     assert data["mcpServers"]["github"] == original["mcpServers"]["github"]
     assert list(data["mcpServers"]) == ["github", "memlane"]
     assert path.stat().st_mode & 0o777 == 0o600
-    backups = list(path.parent.glob(".claude.json.memlane-backup-*"))
+    assert list(path.parent.glob("*.memlane-backup-*")) == []  # never beside the config: it may be committed
+    backups = list((paths.home() / "backups").glob("*.claude.json.*"))
     assert len(backups) == 1 and json.loads(backups[0].read_text()) == original
     assert f"Backup of the previous file: {backups[0]}" in result.output
 
@@ -113,7 +115,7 @@ def test_dry_run_writes_nothing(proj: Path) -> None:
     result = run("install", "--client", "cursor", "--dry-run")
     assert result.exit_code == 0 and "Would add the memlane MCP server" in result.output
     assert '"command"' in result.output  # shows the entry it would write
-    assert path.read_text() == '{"mcpServers": {}}' and not list(path.parent.glob("*.memlane-backup-*"))
+    assert path.read_text() == '{"mcpServers": {}}' and not (paths.home() / "backups").exists()
     run("install", "--client", "cursor")
     assert "Would remove" in run("uninstall", "--client", "cursor", "--dry-run").output
     assert "memlane" in servers_of(path)

@@ -61,6 +61,11 @@ def test_show_tree_and_json(proj: Path, claude: Path) -> None:
 
 
 def test_add_every_kind(proj: Path, claude: Path) -> None:
+    missing = run(proj, "add", "references", "--ref", "context/usage/more.md", code=1)
+    assert missing.startswith("Error: context/usage/more.md: no such file") and missing.count("\n") == 1
+    for name in ("usage/more.md", "debug.md"):
+        (proj / "docs" / "claude-context" / name).parent.mkdir(parents=True, exist_ok=True)
+        (proj / "docs" / "claude-context" / name).write_text("x\n")
     run(proj, "add", "references", "--ref", "context/usage/more.md")
     run(proj, "add", "references", "--indirect", "@context/debug.md", "--desc", "when tests fail")
     run(proj, "add", "references", "--heading", "Commands")
@@ -78,7 +83,7 @@ def test_add_every_kind(proj: Path, claude: Path) -> None:
 
 
 def test_add_output_and_usage_errors(proj: Path, claude: Path) -> None:
-    out = run(proj, "add", "references", "--ref", "@context/x.md")
+    out = run(proj, "add", "references", "--ref", "@context/x.md", "--allow-missing")
     assert out.startswith("Added direct-ref-") and "at line 9" in out
     assert "exactly one of" in run(proj, "add", "references", code=2)
     assert "exactly one of" in run(proj, "add", "references", "--ref", "a/b.md", "--text", "x", code=2)
@@ -256,7 +261,7 @@ def test_conflicting_edit_through_the_cli(proj: Path, claude: Path, monkeypatch:
         original_check(self)
 
     monkeypatch.setattr(fileio.RegionFile, "_check_unchanged_on_disk", someone_edits)
-    out = run(proj, "add", "references", "--ref", "@context/x.md", code=1)
+    out = run(proj, "add", "references", "--ref", "@context/x.md", "--allow-missing", code=1)
     assert "changed on disk since it was read" in out
     assert claude.read_text() == PROSE + SECTION + "their edit\n"
 

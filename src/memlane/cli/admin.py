@@ -46,11 +46,32 @@ def install(ctx: click.Context, scope: str, dry_run: bool) -> None:
         click.echo(f"Backup of the previous file: {change.backup}")
     if not dry_run:
         click.echo(f"Memory is stored under {paths.home()}. Check with `memlane status`.")
+    _note_plugin(_root(ctx.obj.cwd))
+
+
+def _note_plugin(root: Path) -> None:
+    """Installing hooks while the plugin is enabled: say how the two get along (they never both capture)."""
+    from memlane import setup_state
+
+    enabled = setup_state.plugin(root)["enabled"]
+    if enabled:
+        names = ", ".join(sorted({p for ids in enabled.values() for p in ids}))
+        click.echo(
+            f"Note: the memlane plugin ({names}) is enabled too. Its hooks step aside for these, so nothing runs "
+            "twice, but each event still starts a second short process: keep one (`memlane uninstall`, or "
+            "disable the plugin)."
+        )
 
 
 @click.command()
-@click.option("--scope", type=click.Choice([*SCOPES, "all"]), default="all", show_default=True)
-@click.option("--dry-run", is_flag=True)
+@click.option(
+    "--scope",
+    type=click.Choice([*SCOPES, "all"]),
+    default="all",
+    show_default=True,
+    help="Which settings file to clean (all: every one memlane may have written).",
+)
+@click.option("--dry-run", is_flag=True, help="Show what would change, write nothing.")
 @click.pass_context
 def uninstall(ctx: click.Context, scope: str, dry_run: bool) -> None:
     """Remove memlane's hooks (only memlane's) from Claude Code settings. Memory is kept."""
@@ -82,10 +103,10 @@ def _dir_size(path: Path) -> int:
 
 
 @click.command()
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 @click.pass_context
 def status(ctx: click.Context, as_json: bool) -> None:
-    """What is installed, where data lives, how big it is."""
+    """What is set up (hooks per scope, plugin, MCP clients, daemon), where data lives, how big it is."""
     from memlane.capture import spool
 
     root = _root(ctx.obj.cwd)
@@ -105,21 +126,58 @@ def status(ctx: click.Context, as_json: bool) -> None:
         "hooks": {s: sorted(v) for s, v in installed.items()},
         "spooled_files": len(spool.pending()),
         "logs": str(paths.logs_dir()),
+        **_setup(root),
     }
     if as_json:
         render.emit_json(data)
         return
-    hooks = "; ".join(f"{s}: {len(v)} hook(s)" for s, v in data["hooks"].items() if v) or "not installed"
     render.kv_table(
         [
             ("memlane", data["version"]),
-            ("hooks", hooks),
+            *_setup_rows(data),
             ("data", f"{data['data_dir']} ({render.human_bytes(data['data_bytes'])}, {data['projects']} project(s))"),
             ("this project", f"{proj.id} — {events if events is not None else 'no'} event(s)"),
             ("spool", f"{data['spooled_files']} file(s) waiting" if data["spooled_files"] else "empty"),
             ("logs", data["logs"]),
         ]
     )
+
+
+def _setup(root: Path) -> dict[str, Any]:
+    """Everything memlane set up for Claude Code and MCP clients, and the daemon, for ``status --json``."""
+    from memlane import setup_state
+
+    return {
+        "hook_files": setup_state.hooks(root),
+        "plugin": setup_state.plugin(root),
+        "mcp_clients": setup_state.mcp_clients(root),
+        "daemon": setup_state.daemon(),
+    }
+
+
+def _setup_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
+    rows = []
+    for scope, hook in data["hook_files"].items():
+        if hook["events"]:
+            rows.append((f"hooks ({scope})", f"{len(hook['events'])} event(s) in {hook['path']}"))
+    if not any(h["events"] for h in data["hook_files"].values()):
+        rows.append(("hooks", "not installed (memlane install)"))
+    enabled = data["plugin"]["enabled"]
+    rows.append(("plugin", "; ".join(f"{', '.join(v)} ({k})" for k, v in enabled.items()) or "not enabled"))
+    clients = data["mcp_clients"]
+    rows.append(("mcp", "; ".join(f"{c['client']} ({c['scope']}): {c['path']}" for c in clients) or "no client"))
+    d = data["daemon"]
+    if d["running"]:
+        model = d["model"] or (f"error: {d['model_error']}" if d["model_error"] else "loading")
+        state = f"running, pid {d['pid']}, port {d['port']}, model {model}, backlog {d['backlog']} event(s)"
+        if d["last_error"]:
+            state += f", last error: {d['last_error']}"
+    else:
+        state = f"not running, backlog {d['backlog']} event(s)"
+        if d["start_failure"]:
+            state += f"; last start failed: {d['start_failure']} (see {d['log']})"
+    rows.append(("daemon", state))
+    return rows
 
 
 @dataclass
@@ -186,6 +244,7 @@ def _checks(root: Path) -> list[Check]:
             )
         except sqlite3.Error as exc:
             out.append(Check(f"store {path.parent.name}", False, str(exc), "memlane doctor --repair"))
+    out.extend(_setup_checks(root))
     pending = spool.pending()
     out.append(
         Check(
@@ -197,6 +256,71 @@ def _checks(root: Path) -> list[Check]:
         )
     )
     return out
+
+
+def _setup_checks(root: Path) -> list[Check]:
+    """The plugin beside `memlane install`, MCP client entries that point nowhere, and the daemon."""
+    import shutil
+
+    from memlane import setup_state
+
+    out: list[Check] = []
+    hooks = setup_state.hooks(root)
+    enabled = setup_state.plugin(root)["enabled"]
+    installed = [s for s, h in hooks.items() if h["events"]]
+    if enabled and installed:
+        out.append(
+            Check(
+                "plugin + hooks",
+                False,
+                f"the memlane plugin is enabled and `memlane install` hooks are in {', '.join(installed)} settings: "
+                "the plugin's hooks step aside (nothing is captured twice), but each event starts two processes",
+                "keep one: `memlane uninstall` (the plugin then captures) or disable the plugin with /plugin",
+                warn=True,
+            )
+        )
+    for entry in setup_state.mcp_clients(root):
+        command = str(entry.get("command") or "")
+        ok = bool(command) and (os.access(command, os.X_OK) or shutil.which(command) is not None)
+        out.append(
+            Check(
+                f"mcp ({entry['client']}, {entry['scope']})",
+                ok,
+                f"{entry['path']}: command {command}" + ("" if ok else " not found"),
+                f"memlane mcp install --client {entry['client']} --scope {entry['scope']}",
+            )
+        )
+    out.append(_daemon_check(setup_state.daemon()))
+    return out
+
+
+def _daemon_check(d: dict[str, Any]) -> Check:
+    if d["running"] and not d["answering"]:
+        return Check(
+            "daemon",
+            False,
+            f"pid {d['pid']} holds port {d['port']} but does not answer; hooks fall back to full-text search",
+            f"memlane daemon stop; memlane daemon start (log: {d['log']})",
+        )
+    if d["running"]:
+        detail = f"running, pid {d['pid']}, port {d['port']}, model {d['model'] or 'loading'}, backlog {d['backlog']}"
+        if d["model_error"]:
+            return Check("daemon", False, f"{detail}; model failed to load: {d['model_error']}",
+                         "check `memlane config show` (embedding.*) and `memlane daemon logs`", warn=True)  # fmt: skip
+        if d["last_error"]:
+            return Check("daemon", False, f"{detail}; embedding error: {d['last_error']}",
+                         "memlane daemon logs; memlane vectors retry", warn=True)  # fmt: skip
+        return Check("daemon", True, detail)
+    if d["start_failure"]:
+        return Check(
+            "daemon",
+            False,
+            f"a session tried to start it and it failed: {d['start_failure']} (from {d['log']}); "
+            "hooks fall back to full-text search and nothing is embedded",
+            "fix what the message names (for a busy port: memlane config set daemon.port 37779), "
+            "then memlane daemon start",
+        )
+    return Check("daemon", True, f"not running (the next session starts it); backlog {d['backlog']} event(s)")
 
 
 def repair() -> list[str]:
@@ -221,7 +345,7 @@ def repair() -> list[str]:
 
 @click.command()
 @click.option("--repair", "do_repair", is_flag=True, help="Fix what can be fixed automatically (ingest the spool).")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 @click.pass_context
 def doctor(ctx: click.Context, do_repair: bool, as_json: bool) -> None:
     """Check the installation and the stores; say how to fix each problem."""

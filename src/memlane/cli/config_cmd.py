@@ -57,7 +57,7 @@ def config_group() -> None:
 
 @config_group.command("show")
 @click.option("--defaults", is_flag=True, help="Show the built-in defaults instead of the effective values.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 def show(defaults: bool, as_json: bool) -> None:
     """Every setting with its documentation and effective value."""
     cfg = config.Config() if defaults else config.load()
@@ -69,9 +69,13 @@ def show(defaults: bool, as_json: bool) -> None:
 
 @config_group.command("get")
 @click.argument("key")
-def get(key: str) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
+def get(key: str, as_json: bool) -> None:
     """One setting (section.key) or a whole section."""
     value = config.get_value(config.load(), key)
+    if as_json:
+        render.emit_json(value)
+        return
     click.echo(tomli_w.dumps(value).strip() if isinstance(value, dict) else tomli_w.dumps({"v": value})[4:].strip())
 
 
@@ -103,6 +107,10 @@ def unset(key: str) -> None:
 
 
 @config_group.command("path")
-def path() -> None:
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
+def path(as_json: bool) -> None:
     """Where the config file is."""
+    if as_json:
+        render.emit_json({"path": str(paths.config_path()), "exists": paths.config_path().exists()})
+        return
     click.echo(str(paths.config_path()))

@@ -175,7 +175,7 @@ def learn(ctx: click.Context, as_json: bool) -> None:
     from memlane.context import preferences
 
     cfg = config.load()
-    with ctx.find_root().obj.memory() as mem:
+    with ctx.find_root().obj.memory(create=False) as mem:
         preferences.relearn(mem.store, mem.project.id, cfg.context.learned_preferences)
         learned = preferences.parse(
             project_store(mem.project.id, ContextScope.APP, PersistenceKind.PERSISTENT).snapshot().get(preferences.KEY)

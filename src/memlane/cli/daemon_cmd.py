@@ -36,7 +36,7 @@ def daemon_group() -> None:
 
 
 @daemon_group.command("status")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 def status(as_json: bool) -> None:
     """Whether it runs, where, and what it is doing."""
     from memlane.daemon.server import describe
@@ -89,12 +89,17 @@ def stop() -> None:
 
 
 @daemon_group.command("logs")
-@click.option("-n", "lines", default=40, show_default=True, type=click.IntRange(1, 100000))
-def logs(lines: int) -> None:
+@click.option("-n", "lines", default=40, show_default=True, type=click.IntRange(1, 100000), help="How many lines.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output (a list of lines).")
+def logs(lines: int, as_json: bool) -> None:
     """The last lines of the daemon's log."""
     path = paths.logs_dir() / "daemon.log"
+    tail = path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:] if path.exists() else []
+    if as_json:
+        render.emit_json(tail)
+        return
     if not path.exists():
         click.echo("no daemon log yet")
         return
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:]:
+    for line in tail:
         click.echo(line)

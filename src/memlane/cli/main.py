@@ -2,16 +2,31 @@
 
 from __future__ import annotations
 
+import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import click
 
 from memlane import __version__, config, paths, project
-from memlane.cli import render
+from memlane.cli import (
+    admin,
+    config_cmd,
+    context_cmd,
+    daemon_cmd,
+    importer,
+    mcp_cmd,
+    plugin_cmd,
+    regions,
+    render,
+    vectors,
+    workflow,
+)
 from memlane.cli.params import WHEN
-from memlane.memory import Memory, MemoryError_
+from memlane.memory import Memory, MemoryError_, NoMemoryYet
 from memlane.store.db import EVENT_TYPES
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
@@ -22,8 +37,23 @@ class Ctx:
         self.cwd = cwd
         self.project_id = project_id
 
-    def memory(self) -> Memory:
-        return Memory.open(self.cwd, project_id=self.project_id)
+    def memory(self, create: bool = True) -> Memory:
+        return Memory.open(self.cwd, project_id=self.project_id, create=create)
+
+    @contextmanager
+    def reading(self, as_json: bool, empty: Any = None) -> Iterator[Memory | None]:
+        """The project's memory for a read, or None (after saying so) when it has none: reads create nothing."""
+        try:
+            mem = self.memory(create=False)
+        except NoMemoryYet as exc:
+            if as_json:
+                render.emit_json([] if empty is None else empty)
+            else:
+                render.console.print(f"{str(exc)[0].upper()}{str(exc)[1:]}.", markup=False)
+            yield None
+            return
+        with mem:
+            yield mem
 
 
 pass_ctx = click.make_pass_decorator(Ctx)
@@ -41,16 +71,31 @@ class Group(click.Group):
             raise click.ClickException(str(exc)) from exc
 
 
-@click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})
-@click.version_option(__version__, prog_name="memlane")
+EPILOG = """\b
+Exit status: 0 success; 1 an error (one line on stderr) or `doctor` found a problem; 2 bad usage.
+Shell completion (bash, zsh, fish): eval "$(_MEMLANE_COMPLETE=bash_source memlane)"
+Colour: off when NO_COLOR is set or output is not a terminal; piped tables are tab-separated, in full."""
+
+
+@click.group(
+    cls=Group,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110},
+    epilog=EPILOG,
+    invoke_without_command=True,
+)
+@click.version_option(__version__, "--version", "-V", prog_name="memlane", help="Show the version and exit.")
 @click.option(
-    "-C", "--cwd", type=click.Path(file_okay=False), help="Act on the project containing this folder (default: .)."
+    "-C", "--cwd", metavar="PATH", help="Act on the project containing this folder (default: the current one)."
 )
 @click.option("--project-id", help="Act on a registered project by id (see `memlane projects`).")
 @click.pass_context
 def cli(ctx: click.Context, cwd: str | None, project_id: str | None) -> None:
     """memlane — local-first memory for AI coding agents."""
+    if cwd is not None and not os.path.isdir(cwd):
+        raise click.ClickException(f"-C {cwd}: no such folder")
     ctx.obj = Ctx(cwd, project_id)
+    if ctx.invoked_subcommand is None:  # a bare `memlane` is a request for help, not a usage error
+        click.echo(ctx.get_help())
 
 
 # ---- reading -----------------------------------------------------------------------------------
@@ -61,7 +106,7 @@ def cli(ctx: click.Context, cwd: str | None, project_id: str | None) -> None:
 @click.option("--type", "-t", "types", multiple=True, type=click.Choice(EVENT_TYPES), help="Event type (repeatable).")
 @click.option("--since", type=WHEN, help="From this time (2026-11-01, 7d, 12h).")
 @click.option("--until", type=WHEN, help="Before this time.")
-@click.option("--limit", "-n", default=30, show_default=True, type=click.IntRange(1, 100000))
+@click.option("--limit", "-n", default=30, show_default=True, type=click.IntRange(1, 100000), help="At most this many.")
 @json_option
 @pass_ctx
 def history(
@@ -73,8 +118,10 @@ def history(
     limit: int,
     as_json: bool,
 ) -> None:
-    """Recent events, newest first."""
-    with obj.memory() as mem:
+    """Recent events, newest first (by when they happened, so imported history sorts in place)."""
+    with obj.reading(as_json) as mem:
+        if mem is None:
+            return
         events = mem.history(session=session, types=list(types), since=since, until=until, limit=limit)
         if as_json:
             render.emit_json([e.as_dict() for e in events])
@@ -90,7 +137,7 @@ def history(
 @pass_ctx
 def show(obj: Ctx, ref: str, as_json: bool) -> None:
     """One event in full, by citation (mem:abc123) or id."""
-    with obj.memory() as mem:
+    with obj.memory(create=False) as mem:
         event = mem.get(ref)
         if as_json:
             render.emit_json(event.as_dict())
@@ -114,13 +161,13 @@ def show(obj: Ctx, ref: str, as_json: bool) -> None:
 
 @cli.command()
 @click.argument("ref")
-@click.option("--before", "-B", default=3, show_default=True, type=click.IntRange(0, 1000))
-@click.option("--after", "-A", default=3, show_default=True, type=click.IntRange(0, 1000))
+@click.option("--before", "-B", default=3, show_default=True, type=click.IntRange(0, 1000), help="Events before it.")
+@click.option("--after", "-A", default=3, show_default=True, type=click.IntRange(0, 1000), help="Events after it.")
 @json_option
 @pass_ctx
 def timeline(obj: Ctx, ref: str, before: int, after: int, as_json: bool) -> None:
     """The events around one event in its session."""
-    with obj.memory() as mem:
+    with obj.memory(create=False) as mem:
         events = mem.timeline(ref, before, after)
         if as_json:
             render.emit_json([e.as_dict() for e in events])
@@ -130,11 +177,11 @@ def timeline(obj: Ctx, ref: str, before: int, after: int, as_json: bool) -> None
 
 @cli.command()
 @click.argument("query", nargs=-1, required=True)
-@click.option("--limit", "-n", default=10, show_default=True, type=click.IntRange(1, 200))
+@click.option("--limit", "-n", default=10, show_default=True, type=click.IntRange(1, 200), help="At most this many.")
 @click.option("--session", "-s", help="Only this session id.")
 @click.option("--type", "-t", "types", multiple=True, type=click.Choice(EVENT_TYPES), help="Event type (repeatable).")
-@click.option("--since", type=WHEN)
-@click.option("--until", type=WHEN)
+@click.option("--since", type=WHEN, help="From this time (2026-11-01, 7d, 12h).")
+@click.option("--until", type=WHEN, help="Before this time.")
 @click.option(
     "--disclosure",
     "-d",
@@ -165,7 +212,13 @@ def search(
     from memlane.retrieval.disclosure import disclose
 
     text = " ".join(query)
-    with obj.memory() as mem:
+    if not text.strip():
+        raise click.ClickException("empty search query")
+    with obj.reading(as_json) as mem:
+        if mem is None:
+            return
+        if not text_only:
+            _warn_unembedded(mem)
         hits = mem.search(
             text, limit=limit, session=session, types=list(types), since=since, until=until, semantic=not text_only
         )
@@ -178,13 +231,26 @@ def search(
         render.search_results(rows, text)
 
 
+def _warn_unembedded(mem: Memory) -> None:
+    """Events still in the outbox have no vector: say so, or a search by meaning misses them silently."""
+    waiting = mem.store.stats()["outbox"]
+    count = sum(n for status, n in waiting.items() if status != "done")
+    if count:
+        render.err_console.print(
+            f"{count} event(s) not embedded yet; results for them are full-text only "
+            "(the daemon embeds them, or run `memlane process`)."
+        )
+
+
 @cli.command()
-@click.option("--limit", "-n", default=20, show_default=True, type=click.IntRange(1, 100000))
+@click.option("--limit", "-n", default=20, show_default=True, type=click.IntRange(1, 100000), help="At most this many.")
 @json_option
 @pass_ctx
 def sessions(obj: Ctx, limit: int, as_json: bool) -> None:
     """Sessions, most recent first, with their summaries."""
-    with obj.memory() as mem:
+    with obj.reading(as_json) as mem:
+        if mem is None:
+            return
         rows = mem.sessions(limit)
         if as_json:
             render.emit_json(rows)
@@ -199,7 +265,9 @@ def sessions(obj: Ctx, limit: int, as_json: bool) -> None:
 @pass_ctx
 def stats(obj: Ctx, as_json: bool) -> None:
     """Counts, privacy filtering and store size for the project."""
-    with obj.memory() as mem:
+    with obj.reading(as_json, empty={"events": 0, "sessions": 0, "db_path": None}) as mem:
+        if mem is None:
+            return
         data = mem.stats()
     if as_json:
         render.emit_json(data)
@@ -224,15 +292,22 @@ def stats(obj: Ctx, as_json: bool) -> None:
 
 
 @cli.command()
-@click.option("--format", "fmt", type=click.Choice(["json", "jsonl", "markdown"]), default="jsonl", show_default=True)
+@click.option(
+    "--format",
+    "fmt",
+    type=click.Choice(["json", "jsonl", "markdown"]),
+    default="jsonl",
+    show_default=True,
+    help="Output format.",
+)
 @click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="File to write (default: stdout).")
-@click.option("--session", "-s")
-@click.option("--since", type=WHEN)
+@click.option("--session", "-s", help="Only this session id.")
+@click.option("--since", type=WHEN, help="From this time (2026-11-01, 7d, 12h).")
 @pass_ctx
 def export(obj: Ctx, fmt: str, output: str | None, session: str | None, since: str | None) -> None:
     """Export events as JSON, JSON lines or Markdown."""
     filters = {k: v for k, v in {"session": session, "since": since}.items() if v}
-    with obj.memory() as mem:
+    with obj.memory(create=False) as mem:
         if output:
             tmp = Path(output).with_name(f".{Path(output).name}.tmp")
             with open(tmp, "w", encoding="utf-8") as fh:
@@ -252,10 +327,18 @@ def export(obj: Ctx, fmt: str, output: str | None, session: str | None, since: s
 @click.option("--before", type=WHEN, help="Forget everything older than this.")
 @click.option("--project", "everything", is_flag=True, help="Forget the whole project's memory.")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
-@click.option("--dry-run", is_flag=True, help="Say what would be removed, remove nothing.")
+@click.option("--dry-run", is_flag=True, help="List the events that would be removed, remove nothing.")
+@json_option
 @pass_ctx
 def forget(
-    obj: Ctx, refs: tuple[str, ...], session: str | None, before: str | None, everything: bool, yes: bool, dry_run: bool
+    obj: Ctx,
+    refs: tuple[str, ...],
+    session: str | None,
+    before: str | None,
+    everything: bool,
+    yes: bool,
+    dry_run: bool,
+    as_json: bool,
 ) -> None:
     """Purge events for good (events, search index, vectors), leaving a tombstone without content."""
     chosen = sum(bool(x) for x in (refs, session, before, everything))
@@ -263,14 +346,19 @@ def forget(
         raise click.UsageError("give exactly one of: event ids/citations, --session, --before, --project")
     selector: dict[str, Any] = {"ids": list(refs), "session": session, "before": before, "everything": everything}
     selector = {k: v for k, v in selector.items() if v}
-    with obj.memory() as mem:
+    with obj.memory(create=False) as mem:
         targets = mem.forget_preview(**selector)
+        if dry_run and as_json:
+            render.emit_json([mem.get(event_id).as_dict() for event_id, _type in targets])
+            return
         if not targets:
             render.console.print("Nothing to forget.")
             return
         what = f"{len(targets)} event(s) from project {mem.project.id}"
         if dry_run:
-            render.console.print(f"Would forget {what}.")
+            render.events_table([mem.get(event_id) for event_id, _type in targets], title=f"Would forget {what}")
+            if render.layout() == "plain":
+                render.err_console.print(f"Would forget {what}.")
             return
         if not yes and not click.confirm(f"Forget {what}? This cannot be undone", default=False):
             raise click.Abort()
@@ -284,45 +372,78 @@ def forget(
 @cli.command()
 @json_option
 def projects(as_json: bool) -> None:
-    """Projects memlane has memory for."""
-    rows = project.known_projects()
-    for row in rows:
+    """Projects memlane has memory for (a store on disk; reads never add one)."""
+    rows = []
+    sizes: list[int] = []
+    for row in project.known_projects():
         db = paths.db_path(str(row["id"]))
-        row["size"] = render.human_bytes(db.stat().st_size) if db.exists() else "-"
+        if not db.exists():  # registered by an older memlane's read, never written: not a memory
+            continue
+        row["size_bytes"] = _store_bytes(db)
+        sizes.append(_store_bytes(db))
+        rows.append(row)
     if as_json:
         render.emit_json(rows)
     elif not rows:
         render.console.print("No projects yet: run Claude Code with memlane installed, or `memlane import`.")
     else:
+        for row, size in zip(rows, sizes, strict=True):
+            row["size"] = render.human_bytes(size)
         render.dict_table(rows, ["id", "name", "root", "size"])
 
 
-def _register_groups() -> None:
-    from memlane.cli import admin, config_cmd, daemon_cmd
-
-    cli.add_command(config_cmd.config_group)
-    cli.add_command(daemon_cmd.serve)
-    cli.add_command(daemon_cmd.daemon_group)
-    for command in (admin.install, admin.uninstall, admin.status, admin.doctor, admin.demo):
-        cli.add_command(command)
-    for module, name in (
-        ("memlane.cli.regions", "regions"),
-        ("memlane.cli.workflow", "workflow"),
-        ("memlane.cli.vectors", "process"),
-        ("memlane.cli.vectors", "vectors"),
-        ("memlane.cli.importer", "import_group"),
-        ("memlane.cli.mcp_cmd", "mcp_group"),
-        ("memlane.cli.plugin_cmd", "plugin_group"),
-        ("memlane.cli.context_cmd", "context_group"),
-    ):
+def _store_bytes(db: Path) -> int:
+    """The database with its WAL and shared-memory files: what the store takes on disk."""
+    total = 0
+    for suffix in ("", "-wal", "-shm"):
         try:
-            mod = __import__(module, fromlist=[name])
-        except ImportError:
-            continue
-        cli.add_command(getattr(mod, name))
+            total += os.path.getsize(f"{db}{suffix}")
+        except OSError:
+            pass
+    return total
 
 
-_register_groups()
+@cli.command(
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": ["-h", "--help"]}
+)
+@click.argument("event", required=False)
+@click.argument("extra", nargs=-1, type=click.UNPROCESSED)
+def hook(event: str | None, extra: tuple[str, ...]) -> None:
+    """The Claude Code hook entry point: reads the event's JSON on stdin, always exits 0.
+
+    EVENT is the hook event name (SessionStart, UserPromptSubmit, PostToolUse, Stop, SessionEnd,
+    PreCompact, ...). Registered by `memlane install`; you do not run it by hand, except to try one:
+    `memlane hook UserPromptSubmit < payload.json`. (The installed `memlane` command answers hooks
+    without loading this CLI, to stay within Claude Code's time budget.)
+    """
+    from memlane import hooks
+
+    if not event:
+        raise click.UsageError("name the hook event, e.g. `memlane hook UserPromptSubmit < payload.json`")
+    sys.exit(hooks.main([event, *extra]))
+
+
+# Every command group is registered by name (imported at the top): a module that fails to import
+# fails loudly, rather than its commands vanishing from the CLI.
+for _command in (
+    config_cmd.config_group,
+    daemon_cmd.serve,
+    daemon_cmd.daemon_group,
+    admin.install,
+    admin.uninstall,
+    admin.status,
+    admin.doctor,
+    admin.demo,
+    regions.regions,
+    workflow.workflow,
+    vectors.process,
+    vectors.vectors,
+    importer.import_group,
+    mcp_cmd.mcp_group,
+    plugin_cmd.plugin_group,
+    context_cmd.context_group,
+):
+    cli.add_command(_command)
 
 
 def run() -> None:

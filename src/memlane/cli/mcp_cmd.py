@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -72,9 +71,19 @@ def _show(change: mcp_install.Change, dry_run: bool) -> None:
     where = {"installed": "to", "updated": "in", "removed": "from"}[change.action]
     click.echo(f"{verb} the memlane MCP server {where} {change.client} config {change.path}")
     if dry_run and change.entry is not None and change.action != "removed":
-        click.echo(json.dumps({"memlane": change.entry}, indent=2))
+        click.echo(mcp_install.preview(change.client, change.entry))
     if change.backup:
         click.echo(f"Backup of the previous file: {change.backup}")
+
+
+# Codex ignores a project's .codex/config.toml until the user trusts the project: without this note a
+# project-scope install looks broken.
+_CODEX_TRUST = {
+    "project": "Note: Codex reads a project's .codex/config.toml only once the project is trusted (Codex asks "
+    "the first time it starts there); until then use --scope user.",
+    "user": "Note: this entry is user-wide, so it works in every project; a project's .codex/config.toml "
+    "(--scope project) is read only once Codex trusts the project.",
+}
 
 
 @mcp_group.command("install")
@@ -90,12 +99,14 @@ def install_cmd(ctx: click.Context, client: str, scope: str, command: str | None
     if change.changed and not dry_run:
         click.echo(f"Restart {client} to load it; its tools are mem-search, mem-timeline, mem-details, "
                    "mem-source, mem-context-pack, mem-stats, mem-projects.")  # fmt: skip
+    if client == "codex":
+        click.echo(_CODEX_TRUST[scope])
 
 
 @mcp_group.command("uninstall")
-@click.option("--client", required=True, type=CLIENT)
-@click.option("--scope", type=SCOPE, default="user", show_default=True)
-@click.option("--dry-run", is_flag=True)
+@click.option("--client", required=True, type=CLIENT, help="The MCP client to take memlane out of.")
+@click.option("--scope", type=SCOPE, default="user", show_default=True, help="user: all projects; project: this one.")
+@click.option("--dry-run", is_flag=True, help="Show what would change, write nothing.")
 @click.pass_context
 def uninstall_cmd(ctx: click.Context, client: str, scope: str, dry_run: bool) -> None:
     """Remove memlane's MCP server (only memlane's) from a client's config. Memory is kept."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import click
@@ -13,10 +14,14 @@ def plugin_group() -> None:
 
 
 @plugin_group.command("path")
-def path_cmd() -> None:
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
+def path_cmd(as_json: bool) -> None:
     """Print the folder of the packaged plugin (it runs `memlane` from PATH)."""
     from memlane.plugin import plugin_dir
 
+    if as_json:
+        click.echo(json.dumps({"path": str(plugin_dir())}))
+        return
     click.echo(plugin_dir())
 
 

@@ -211,6 +211,16 @@ def _new_item(
     return make_item("text", content=_read_value(text) or "")
 
 
+def _check_ref(path: str, root: Path, base: Path) -> None:
+    """A reference to a file that is not there is the first thing `regions validate` would report: refuse it."""
+    from memlane.regions.validate import candidates, exists
+
+    cfg = config.load().regions
+    if not exists(path, root, cfg, base):
+        tried = ", ".join(str(p) for p in candidates(path, root, cfg, base))
+        raise click.ClickException(f"{path}: no such file (looked for {tried}); create it or pass --allow-missing")
+
+
 @regions.command("add")
 @click.argument("region")
 @click.option("--heading", help="Add a heading with this text.")
@@ -224,6 +234,7 @@ def _new_item(
 @click.option("--position", default="end", show_default=True, help="start, end or the index of the item to go before.")
 @click.option("--under", help="Add under this heading (id or exact text).")
 @click.option("--create", is_flag=True, help="Create the region (at the end of the file) if it does not exist.")
+@click.option("--allow-missing", is_flag=True, help="Accept a reference to a file that does not exist (yet).")
 @_dry_run
 @_common
 def add(
@@ -239,17 +250,23 @@ def add(
     position: str,
     under: str | None,
     create: bool,
+    allow_missing: bool,
     dry_run: bool,
     file: str | None,
     as_json: bool,
 ) -> None:
     """Add an item to a region."""
-    rf, _ = _open(file)
+    rf, root = _open(file)
     if create and rf.doc.find(region) is None:
         edit.create_region(rf.doc, region)
     parent_level = rf.doc.region(region).heading(under).level if under else None
     item = _new_item(heading, level, ref, indirect, desc, code, lang, text, parent_level)
-    added = edit.add_item(rf.doc, region, item, _position(position), under)
+    where = _position(position)
+    target = ref if ref is not None else indirect
+    if target is not None and not allow_missing:
+        rf.doc.region(region)  # an unknown region is the first thing to say
+        _check_ref(target, root, rf.path.parent)
+    added = edit.add_item(rf.doc, region, item, where, under)
     summary = f"Added {added.id} to region '{region}' at line {added.line} of {rf.path}."
     _finish(rf, dry_run, as_json, summary, {"region": region, "item": added.to_dict()})
 

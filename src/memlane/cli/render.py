@@ -1,4 +1,16 @@
-"""Terminal output: rich tables on a TTY, plain text in pipes, JSON with ``--json``."""
+"""Terminal output: rich tables on a wide TTY, full-text records elsewhere, JSON with ``--json``.
+
+Tables whose last column holds prose shrink that column to a few characters when the terminal is
+narrow, and a pipe has no width at all. So:
+
+- not a terminal (a pipe, a file, a test): one tab-separated line per row, header first, every value in
+  full on one line — what ``cut``, ``grep`` and ``awk`` expect;
+- a terminal narrower than ``WIDE`` columns: one block per row, the short fields on a line and the text
+  indented below it, wrapped rather than cut;
+- a wider terminal: a rich table.
+
+Colour follows rich, which honours ``NO_COLOR`` and ``FORCE_COLOR``.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +20,58 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from memlane.store.db import Event
 
-console = Console(highlight=False, soft_wrap=False)
-err_console = Console(stderr=True, highlight=False)
+# In a pipe a line is a record: never wrap it at an imagined 80 columns.
+console = Console(highlight=False, soft_wrap=not sys.stdout.isatty())
+err_console = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
+
+
+WIDE = 100
+
+
+def layout() -> str:
+    """``plain`` (pipe), ``stacked`` (narrow terminal) or ``table``."""
+    if not console.is_terminal:
+        return "plain"
+    return "table" if console.width >= WIDE else "stacked"
+
+
+def one_line(value: Any) -> str:
+    return " ".join(str(value if value is not None else "").split())
+
+
+def records(
+    header: Sequence[str], rows: Sequence[Sequence[Any]], title: str | None = None, plain_title: bool = False
+) -> bool:
+    """Print rows without a table when a table would cut them; False means the caller draws its table.
+
+    The last column is the long text one. ``plain_title``: a command printing several tables keeps their
+    titles in a pipe too (a line of its own before each header), or they could not be told apart.
+    """
+    mode = layout()
+    if mode == "table":
+        return False
+    if mode == "plain":
+        write = sys.stdout.write
+        if plain_title and title:
+            write(f"{title}\n")
+        write("\t".join(header) + "\n")
+        for row in rows:
+            write("\t".join(one_line(v) for v in row) + "\n")
+        return True
+    if title:
+        console.print(f"[bold]{title}[/]")
+    for row in rows:
+        # The first field names the row; the others carry their column's name, which a block has no header for.
+        fields = [one_line(row[0]), *(f"{h}: {one_line(v)}" for h, v in zip(header[1:-1], row[1:-1], strict=True))]
+        console.print("  ".join(fields), style="cyan", markup=False)
+        console.print(" ".join(str(row[-1]).split()), markup=False, soft_wrap=False, overflow="fold")
+        console.print()
+    return True
 
 
 def emit_json(data: Any) -> None:
@@ -26,6 +84,13 @@ def short(text: str, limit: int = 100) -> str:
 
 
 def events_table(events: Sequence[Event], title: str | None = None, score: Sequence[float] | None = None) -> None:
+    header = ["citation", "time", "type", *(["score"] if score is not None else []), "content"]
+    rows = [
+        [e.cite, e.ts[:19].replace("T", " "), e.type, *([f"{score[i]:.2f}"] if score is not None else []), e.content]
+        for i, e in enumerate(events)
+    ]
+    if records(header, rows, title):
+        return
     table = Table(title=title, show_lines=False, header_style="bold")
     table.add_column("citation", style="cyan", no_wrap=True)
     table.add_column("time", style="dim", no_wrap=True)
@@ -43,6 +108,12 @@ def events_table(events: Sequence[Event], title: str | None = None, score: Seque
 
 
 def kv_table(rows: Sequence[tuple[str, Any]], title: str | None = None) -> None:
+    if layout() == "plain":
+        # Key and value on one line, the value in full; the keys are short so the values still line up.
+        width = max((len(k) for k, _ in rows), default=0)
+        for key, value in rows:
+            sys.stdout.write(f"{key:<{width}}  {value}\n")
+        return
     table = Table(title=title, show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")
@@ -52,11 +123,13 @@ def kv_table(rows: Sequence[tuple[str, Any]], title: str | None = None) -> None:
 
 
 def dict_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], title: str | None = None) -> None:
+    if records(columns, [[row.get(c) for c in columns] for row in rows], title, plain_title=True):
+        return
     table = Table(title=title, header_style="bold")
     for col in columns:
         table.add_column(col, overflow="fold")
     for row in rows:
-        table.add_row(*[short(str(row.get(c) if row.get(c) is not None else ""), 80) for c in columns])
+        table.add_row(*[one_line(row.get(c)) for c in columns])  # folded in its column, never cut
     console.print(table)
 
 
@@ -70,6 +143,14 @@ def human_bytes(n: float) -> str:
 
 def search_results(rows: Sequence[dict[str, Any]], query: str) -> None:
     """Disclosure rows: an index table, then any timelines / details below it."""
+    header = ["citation", "score", "match", "time", "type", "summary"]
+    flat = [
+        [r["citation"], f"{r['score']:.2f}", r["confidence"], r["ts"][:16].replace("T", " "), r["type"], r["summary"]]
+        for r in rows
+    ]
+    if records(header, flat, f"'{query}'"):
+        _search_extras(rows)
+        return
     table = Table(title=f"'{query}'", header_style="bold")
     for col, style in (("citation", "cyan"), ("score", ""), ("match", "green"), ("time", "dim"), ("type", "magenta")):
         table.add_column(col, style=style or None, no_wrap=True)
@@ -84,13 +165,17 @@ def search_results(rows: Sequence[dict[str, Any]], query: str) -> None:
             row["summary"],
         )
     console.print(table)
+    _search_extras(rows)
+
+
+def _search_extras(rows: Sequence[dict[str, Any]]) -> None:
     for row in rows:
         if "timeline" in row:
             console.print(f"[bold]{row['citation']}[/] timeline:")
             for item in row["timeline"]:
                 mark = "→" if item["current"] else " "
                 console.print(
-                    f"  {mark} [cyan]{item['citation']}[/] {item['type']}: {short(item['summary'], 100)}", markup=True
+                    f"  {mark} [cyan]{item['citation']}[/] {item['type']}: {escape(short(item['summary'], 100))}"
                 )
         if "detail" in row:
             console.print(f"[bold]{row['citation']}[/] ({row['type']}, {row['ts']}):")

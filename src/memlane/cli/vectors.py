@@ -47,11 +47,11 @@ def describe_embedding(r: ProcessReport) -> str:
 
 @click.command()
 @click.option("--limit", type=click.IntRange(1), help="Embed at most this many events.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 @click.pass_context
 def process(ctx: click.Context, limit: int | None, as_json: bool) -> None:
     """Embed the outbox into the vector index now (the daemon does this in the background)."""
-    with ctx.obj.memory() as mem:
+    with ctx.obj.memory(create=False) as mem:  # reads and repairs never create a store
         report = embed_pending(mem, limit, quiet=as_json)
     if as_json:
         render.emit_json(report.__dict__)
@@ -67,13 +67,13 @@ def vectors() -> None:
 
 
 @vectors.command("status")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 @click.pass_context
 def status_cmd(ctx: click.Context, as_json: bool) -> None:
     """Outbox counts, vector count, model, index."""
     from memlane.vectors import status
 
-    with ctx.obj.memory() as mem:
+    with ctx.obj.memory(create=False) as mem:  # reads and repairs never create a store
         data = status(mem, _embedder(mem))
     if as_json:
         render.emit_json(data)
@@ -91,13 +91,13 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
 
 @vectors.command("reconcile")
 @click.option("--fix/--check", default=True, show_default=True, help="Repair gaps, or only report them.")
-@click.option("--json", "as_json", is_flag=True)
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 @click.pass_context
 def reconcile_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
     """Compare events with vectors: queue events without vectors, delete vectors without events."""
     from memlane.vectors import reconcile
 
-    with ctx.obj.memory() as mem:
+    with ctx.obj.memory(create=False) as mem:  # reads and repairs never create a store
         report = reconcile(mem, _embedder(mem), fix=fix)
     if as_json:
         render.emit_json(report.__dict__)
@@ -111,7 +111,7 @@ def reconcile_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
 
 
 @vectors.command("rebuild")
-@click.option("--yes", "-y", is_flag=True)
+@click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @click.pass_context
 def rebuild_cmd(ctx: click.Context, yes: bool) -> None:
     """Drop this project's vectors and queue every event again."""
@@ -119,7 +119,7 @@ def rebuild_cmd(ctx: click.Context, yes: bool) -> None:
 
     if not yes:
         click.confirm("Drop all vectors of this project and re-embed?", abort=True)
-    with ctx.obj.memory() as mem:
+    with ctx.obj.memory(create=False) as mem:  # reads and repairs never create a store
         count = rebuild(mem, _embedder(mem))
     click.echo(f"queued {count} event(s); run `memlane process` (or let the daemon) to embed them")
 
@@ -130,5 +130,5 @@ def retry_cmd(ctx: click.Context) -> None:
     """Put failed embedding jobs back in the queue."""
     from memlane.vectors import retry_failed
 
-    with ctx.obj.memory() as mem:
+    with ctx.obj.memory(create=False) as mem:  # reads and repairs never create a store
         click.echo(f"re-queued {retry_failed(mem)} failed job(s)")

@@ -260,7 +260,7 @@ def install_agent(state: State, force: bool) -> None:
 @workflow.command("search")
 @click.argument("query", nargs=-1, required=True)
 @click.option("--all", "all_memories", is_flag=True, help="Search every workflow memory.")
-@click.option("--limit", "-n", default=20, show_default=True, type=click.IntRange(1, 1000))
+@click.option("--limit", "-n", default=20, show_default=True, type=click.IntRange(1, 1000), help="At most this many.")
 @json_option
 @pass_state
 def search(state: State, query: tuple[str, ...], all_memories: bool, limit: int, as_json: bool) -> None:
@@ -401,8 +401,8 @@ def _feature_options(fn: Any) -> Any:
             click.option(
                 "--points", type=click.FloatRange(0), help="Story points (used when it has no pointed tasks)."
             ),
-            click.option("--status", type=STATUS),
-            click.option("--note"),
+            click.option("--status", type=STATUS, help="pending, in_progress, done or blocked."),
+            click.option("--note", help="A note kept with it in progress.json."),
         ]
     ):
         fn = option(fn)
@@ -429,7 +429,7 @@ def feature_add(state: State, feature_id: str, name: str, **values: Any) -> None
 
 @feature.command("update")
 @click.argument("feature_id", metavar="ID")
-@click.option("--name")
+@click.option("--name", help="New name.")
 @_feature_options
 @pass_state
 def feature_update(state: State, feature_id: str, name: str | None, **values: Any) -> None:
@@ -447,7 +447,7 @@ def feature_update(state: State, feature_id: str, name: str | None, **values: An
 @feature.command("status")
 @click.argument("feature_id", metavar="ID")
 @click.argument("new_status", metavar="STATUS", type=STATUS)
-@click.option("--note")
+@click.option("--note", help="A note kept with the status change.")
 @pass_state
 def feature_status(state: State, feature_id: str, new_status: str, note: str | None) -> None:
     """Set a feature's status (pending, in_progress, done, blocked)."""
@@ -463,11 +463,11 @@ def task() -> None:
 def _task_options(fn: Any) -> Any:
     for option in reversed(
         [
-            click.option("--priority", type=PRIORITY),
+            click.option("--priority", type=PRIORITY, help="How urgent it is."),
             click.option("--depends-on", "dependencies", multiple=True, help="Task id this one needs (repeatable)."),
-            click.option("--points", type=click.FloatRange(0)),
-            click.option("--status", type=STATUS),
-            click.option("--note"),
+            click.option("--points", type=click.FloatRange(0), help="Story points."),
+            click.option("--status", type=STATUS, help="pending, in_progress, done or blocked."),
+            click.option("--note", help="A note kept with it in progress.json."),
             click.option("--force", is_flag=True, help="Allow done although dependencies are not."),
         ]
     ):
@@ -491,8 +491,8 @@ def task_add(state: State, task_id: str, name: str, feature_id: str | None, **va
 
 @task.command("update")
 @click.argument("task_id", metavar="ID")
-@click.option("--name")
-@click.option("--feature", "feature_id")
+@click.option("--name", help="New name.")
+@click.option("--feature", "feature_id", help="Move it to this feature id.")
 @_task_options
 @pass_state
 def task_update(state: State, task_id: str, name: str | None, feature_id: str | None, **values: Any) -> None:
@@ -512,7 +512,7 @@ def task_update(state: State, task_id: str, name: str | None, feature_id: str | 
 @task.command("status")
 @click.argument("task_id", metavar="ID")
 @click.argument("new_status", metavar="STATUS", type=STATUS)
-@click.option("--note")
+@click.option("--note", help="A note kept with the status change.")
 @click.option("--force", is_flag=True, help="Mark done although dependencies are not done.")
 @pass_state
 def task_status(state: State, task_id: str, new_status: str, note: str | None, force: bool) -> None:

@@ -6,9 +6,10 @@
 | claude-code    | ~/.claude.json                                     | <root>/.mcp.json       | JSON   |
 | codex          | $CODEX_HOME/config.toml (~/.codex)                 | <root>/.codex/config.toml | TOML |
 | cursor         | ~/.cursor/mcp.json                                 | <root>/.cursor/mcp.json | JSON  |
+| vscode         | <VS Code user folder>/mcp.json                     | <root>/.vscode/mcp.json | JSON ("servers") |
 
 Only the ``memlane`` server entry is touched: other servers, other settings, key order (JSON) and
-comments (TOML) are kept. A changed file is backed up first (``<file>.memlane-backup-<time>``) and
+comments (TOML) are kept. A changed file is backed up first (into ``~/.memlane/backups/``) and
 replaced atomically; installing twice changes nothing the second time.
 """
 
@@ -19,16 +20,15 @@ import os
 import re
 import shutil
 import sys
-import time
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memlane.install import InstallError, hook_command, read_json_object, read_text
+from memlane.install import InstallError, backup_copy, hook_command, read_json_object, read_text
 
 SERVER = "memlane"
-CLIENTS = ("claude-desktop", "claude-code", "codex", "cursor")
+CLIENTS = ("claude-desktop", "claude-code", "codex", "cursor", "vscode")
 SCOPES = ("user", "project")
 
 
@@ -65,7 +65,31 @@ def config_path(client: str, scope: str, project_root: Path) -> Path:
         return base / "config.toml"
     if client == "cursor":
         return (home if scope == "user" else project_root) / ".cursor" / "mcp.json"
+    if client == "vscode":
+        return project_root / ".vscode" / "mcp.json" if scope == "project" else _vscode_user_dir() / "mcp.json"
     raise InstallError(f"unknown client '{client}' (one of: {', '.join(CLIENTS)})")
+
+
+def _vscode_user_dir() -> Path:
+    """VS Code's per-user settings folder (where it keeps the user-wide ``mcp.json``)."""
+    home = Path.home()
+    if sys.platform == "darwin":
+        return home / "Library" / "Application Support" / "Code" / "User"
+    if sys.platform == "win32":
+        return Path(os.environ.get("APPDATA") or home / "AppData" / "Roaming") / "Code" / "User"
+    return Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config") / "Code" / "User"
+
+
+def servers_key(client: str) -> str:
+    """VS Code's mcp.json lists servers under "servers"; the other JSON clients under "mcpServers"."""
+    return "servers" if client == "vscode" else "mcpServers"
+
+
+def preview(client: str, entry: dict[str, Any]) -> str:
+    """memlane's entry as it will appear in the client's file, in that file's own syntax (TOML for Codex)."""
+    if client == "codex":
+        return _toml_block(entry).rstrip("\n")
+    return json.dumps({servers_key(client): {SERVER: entry}}, indent=2, ensure_ascii=False)
 
 
 def server_entry(client: str, command: str | None = None) -> dict[str, Any]:
@@ -78,9 +102,9 @@ def server_entry(client: str, command: str | None = None) -> dict[str, Any]:
     clients do not inherit the shell's environment.
     """
     entry: dict[str, Any] = {"command": command or memlane_command(), "args": ["mcp"]}
-    if client == "claude-code":
+    if client in ("claude-code", "vscode"):
         entry = {"type": "stdio", **entry}
-    if client == "cursor":
+    if client in ("cursor", "vscode"):
         entry["args"] = ["mcp", "--project", "${workspaceFolder}"]
     if os.environ.get("MEMLANE_HOME"):
         entry["env"] = {"MEMLANE_HOME": os.path.abspath(os.path.expanduser(os.environ["MEMLANE_HOME"]))}
@@ -90,23 +114,12 @@ def server_entry(client: str, command: str | None = None) -> dict[str, Any]:
 # ---- files -------------------------------------------------------------------------------------
 
 
-def _backup_name(path: Path) -> Path:
-    stamp = time.strftime("%Y%m%d-%H%M%S")
-    candidate = path.with_name(f"{path.name}.memlane-backup-{stamp}")
-    n = 1
-    while candidate.exists():
-        n += 1
-        candidate = path.with_name(f"{path.name}.memlane-backup-{stamp}-{n}")
-    return candidate
-
-
 def _write(path: Path, text: str) -> Path | None:
     """Back up the old file (if any), then replace it atomically, keeping its permissions."""
     backup = None
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
-        backup = _backup_name(path)
-        shutil.copy2(path, backup)
+        backup = backup_copy(path)  # in memlane's data dir, not beside a config that may be committed
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text, encoding="utf-8")
     if path.exists():
@@ -118,8 +131,8 @@ def _write(path: Path, text: str) -> Path | None:
 # ---- JSON clients ------------------------------------------------------------------------------
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    return read_json_object(path, "mcpServers")
+def _read_json(path: Path, client: str = "claude-code") -> dict[str, Any]:
+    return read_json_object(path, servers_key(client))
 
 
 def _json_text(data: dict[str, Any]) -> str:
@@ -208,10 +221,11 @@ def install(
     if client == "codex":
         old_text, new_text, old = _toml_change(path, entry)
     else:
-        data = _read_json(path)
+        key = servers_key(client)
+        data = _read_json(path, client)
         old_text = read_text(path)
-        old = (data.get("mcpServers") or {}).get(SERVER)
-        data.setdefault("mcpServers", {})[SERVER] = entry
+        old = (data.get(key) or {}).get(SERVER)
+        data.setdefault(key, {})[SERVER] = entry
         new_text = old_text if old == entry else _json_text(data)
     if old == entry:
         return Change(client, path, False, None, entry, "unchanged")
@@ -226,8 +240,8 @@ def uninstall(client: str, scope: str, project_root: Path, *, dry_run: bool = Fa
     if client == "codex":
         _old_text, new_text, old = _toml_change(path, None)
     else:
-        data = _read_json(path)
-        servers = data.get("mcpServers") or {}
+        data = _read_json(path, client)
+        servers = data.get(servers_key(client)) or {}
         old = servers.pop(SERVER, None)
         new_text = _json_text(data)
     if old is None:
@@ -243,7 +257,7 @@ def installed(client: str, scope: str, project_root: Path) -> dict[str, Any] | N
         if client == "codex":
             servers = _read_toml(path)[1].get("mcp_servers") or {}
         else:
-            servers = _read_json(path).get("mcpServers") or {}
+            servers = _read_json(path, client).get(servers_key(client)) or {}
     except InstallError:
         return None
     entry = servers.get(SERVER) if isinstance(servers, dict) else None
