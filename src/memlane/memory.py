@@ -36,7 +36,10 @@ class Memory:
         *,
         project_id: str | None = None,
         cfg: config.Config | None = None,
+        create: bool = True,
     ) -> Memory:
+        """The project's memory. ``create=False`` is for reads: a project with no store yet gets an empty
+        in-memory one, so looking never leaves a store (or a registry entry) behind."""
         cfg = cfg or config.load()
         if project_id:
             proj = project.by_id(project_id)
@@ -44,6 +47,8 @@ class Memory:
                 raise MemoryError_(f"unknown project id '{project_id}' (see `memlane projects`)")
         else:
             proj = project.identify(cwd or os.getcwd())
+        if not create and not os.path.exists(proj.db_file):
+            return cls(proj, cfg, Store.empty(proj.id))
         project.register(proj)
         return cls(proj, cfg, Store(proj.db_path, proj.id, cfg.store.busy_timeout_ms))
 

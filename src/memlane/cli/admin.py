@@ -172,20 +172,7 @@ def _checks(root: Path) -> list[Check]:
                     warn=True,
                 )
             )
-    for path in sorted(paths.projects_dir().glob("*/memory.db")) if paths.projects_dir().is_dir() else []:
-        try:
-            with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
-                result = conn.execute("PRAGMA quick_check").fetchone()[0]
-            out.append(
-                Check(
-                    f"store {path.parent.name}",
-                    result == "ok",
-                    result,
-                    "restore from backup or `memlane export` what is readable",
-                )
-            )
-        except sqlite3.Error as exc:
-            out.append(Check(f"store {path.parent.name}", False, str(exc), "memlane doctor --repair"))
+    out.extend(_store_checks())
     pending = spool.pending()
     out.append(
         Check(
@@ -199,12 +186,41 @@ def _checks(root: Path) -> list[Check]:
     return out
 
 
+def _store_files() -> list[Path]:
+    base = paths.projects_dir()
+    return sorted(base.glob("*/memory.db")) if base.is_dir() else []
+
+
+def _store_checks() -> list[Check]:
+    """One check per store: empty, unreadable or failing ``quick_check`` is a failure `--repair` fixes."""
+    from memlane.store.repair import diagnose
+
+    out = []
+    for path in _store_files():
+        found = diagnose(str(path))
+        out.append(Check(f"store {path.parent.name}", found.ok, found.detail, "memlane doctor --repair"))
+    return out
+
+
+def repair_stores() -> list[str]:
+    """Recover every damaged store into a new file (the damaged one kept aside)."""
+    from memlane.store.repair import diagnose, recover
+
+    done: list[str] = []
+    for path in _store_files():
+        found = diagnose(str(path))
+        if not found.ok:
+            report = recover(str(path), path.parent.name)
+            done.append(f"{path.parent.name}: store was damaged ({found.detail}); {report.line()}")
+    return done
+
+
 def repair() -> list[str]:
-    """Ingest every spooled event into its project's store, exactly once."""
+    """Recover damaged stores, then ingest every spooled event into its project's store, exactly once."""
     from memlane.capture import spool
     from memlane.store.db import Store
 
-    done: list[str] = []
+    done = repair_stores()
     by_project: dict[str, list[str]] = {}
     for path in spool.pending():
         by_project.setdefault(spool.project_of(path), []).append(path)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from memlane import __version__, config, paths, project
 from memlane.cli import render
 from memlane.cli.params import WHEN
 from memlane.memory import Memory, MemoryError_
-from memlane.store.db import EVENT_TYPES
+from memlane.store.db import EVENT_TYPES, StoreDamaged, is_damage
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 
@@ -23,10 +24,21 @@ class Ctx:
         self.project_id = project_id
 
     def memory(self) -> Memory:
-        return Memory.open(self.cwd, project_id=self.project_id)
+        # Commands read or curate what hooks and imports stored; none of them should create a store.
+        return Memory.open(self.cwd, project_id=self.project_id, create=False)
 
 
 pass_ctx = click.make_pass_decorator(Ctx)
+
+
+def storage_message(exc: sqlite3.DatabaseError) -> str:
+    """One line for a SQLite failure that escaped a command."""
+    if isinstance(exc, StoreDamaged):
+        return str(exc)
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if is_damage(exc):
+        return f"the memory store is damaged ({first}); run `memlane doctor --repair`"
+    return f"memory store unavailable ({first})"
 
 
 class Group(click.Group):
@@ -39,6 +51,8 @@ class Group(click.Group):
             return super().invoke(ctx)
         except (config.ConfigError, MemoryError_, InstallError) as exc:
             raise click.ClickException(str(exc)) from exc
+        except sqlite3.DatabaseError as exc:  # a damaged, locked or full store: one line, never a traceback
+            raise click.ClickException(storage_message(exc)) from exc
 
 
 @click.group(cls=Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 110})

@@ -52,7 +52,7 @@ def drain_step(cfg: Config, embedder: Embedder) -> int:
     done = 0
     for entry in project.known_projects():
         try:
-            with Memory.open(project_id=str(entry["id"]), cfg=cfg) as mem:
+            with Memory.open(project_id=str(entry["id"]), cfg=cfg, create=False) as mem:
                 report = process_outbox(mem, embedder, limit=STEP)
                 done += int(getattr(report, "processed", 0) or 0)
         except Exception as exc:  # noqa: BLE001 - one broken project must not stop the others

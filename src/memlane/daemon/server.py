@@ -89,7 +89,13 @@ class Daemon:
             raise MemoryError_("cwd and project_id must be strings")
         if not cwd and not pid:
             raise MemoryError_("give cwd or project_id")
-        return Memory.open(cwd, project_id=pid, cfg=self.cfg)
+        # The daemon's own cwd means nothing to its clients, and a read must not create a store for a
+        # folder that is not there.
+        if cwd and not pid and not os.path.isabs(cwd):
+            raise MemoryError_(f"cwd {cwd[:200]!r} must be an absolute path")
+        if cwd and not pid and not os.path.isdir(cwd):
+            raise MemoryError_(f"cwd {cwd[:200]!r} is not a directory")
+        return Memory.open(cwd, project_id=pid, cfg=self.cfg, create=False)
 
     async def health(self, request: Request) -> JSONResponse:
         self.touch()

@@ -261,20 +261,121 @@ _DF_CACHE: dict[tuple[str, str], tuple[int, int]] = {}  # (db file, term) → (d
 _CHUNK_STRIP = "\"'`()[]{}<>,;:!?."
 
 
+class StoreDamaged(sqlite3.DatabaseError):
+    """memory.db cannot be read as a database (corrupt, truncated, empty). The message is one line.
+
+    A ``sqlite3.DatabaseError`` so every caller that already fails open on storage errors (hooks spool,
+    the daemon answers an error) handles it without knowing about it.
+    """
+
+
+# SQLITE_CORRUPT and SQLITE_NOTADB: the primary result codes of a damaged file (extended codes add high bits).
+_DAMAGE_CODES = (11, 26)
+
+
+def is_damage(exc: BaseException) -> bool:
+    """Whether a SQLite error means the file itself is damaged (as opposed to locked, full, read-only)."""
+    if isinstance(exc, StoreDamaged):
+        return True
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in _DAMAGE_CODES:
+        return True
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text or "corrupt" in text
+
+
+def damage_message(file: str, exc: BaseException | str) -> str:
+    reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return f"memory store {file} is damaged ({reason}); run `memlane doctor --repair`"
+
+
+def _create(file: str) -> None:
+    """Create a new store atomically: build it as a temp file (0600, WAL, migrated), then link it in place.
+
+    Other processes therefore never see a half-made memory.db, so a zero-length memory.db is always
+    damage, never "someone is creating it right now". ``link`` fails if another process won the race,
+    and theirs is as good as ours.
+    """
+    directory = os.path.dirname(file) or "."
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    tmp = f"{file}.{os.getpid()}-{os.urandom(3).hex()}.new"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # SQLite gives -wal/-shm this mode too
+    os.close(fd)
+    try:
+        conn = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            schema.migrate(conn)
+        finally:
+            conn.close()  # the last connection checkpoints and removes the temp -wal
+        try:
+            os.link(tmp, file)
+        except FileExistsError:
+            pass
+        except OSError:
+            # No hard links on this filesystem: rename only when nothing is there (a small race that the
+            # old, non-atomic creation always had).
+            if not os.path.exists(file):
+                os.replace(tmp, file)
+    finally:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            try:
+                os.unlink(tmp + suffix)
+            except OSError:
+                pass
+
+
+def _private(file: str, mode: int) -> None:
+    """Stores made before files were created 0600 are tightened on open (contents are private)."""
+    if mode & 0o077:
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.chmod(file + suffix, 0o600)
+            except OSError:
+                pass
+
+
 class Store:
     """One project's memory database."""
 
-    def __init__(self, path: str | os.PathLike[str], project_id: str, busy_timeout_ms: int = 5000) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], project_id: str, busy_timeout_ms: int = 5000, *, create: bool = True
+    ) -> None:
+        """Open the store at ``path``; ``create=False`` raises ``FileNotFoundError`` instead of making one.
+
+        Raises ``StoreDamaged`` (one-line message) when the file is empty or not a readable database.
+        """
         self.file = os.fspath(path)
         self.project_id = project_id
-        os.makedirs(os.path.dirname(self.file) or ".", mode=0o700, exist_ok=True)
+        if self.file != ":memory:":
+            try:
+                st = os.stat(self.file)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                _create(self.file)
+                st = os.stat(self.file)
+            if st.st_size == 0:
+                raise StoreDamaged(damage_message(self.file, "empty file, 0 bytes"))
+            _private(self.file, st.st_mode)
         self.db = sqlite3.connect(self.file, timeout=busy_timeout_ms / 1000, isolation_level=None)
-        self.db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            self.db.execute("PRAGMA journal_mode = WAL")
-        self.db.execute("PRAGMA synchronous = NORMAL")
-        self.db.execute("PRAGMA foreign_keys = ON")
-        schema.migrate(self.db)
+        try:
+            self.db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            if self.db.execute("PRAGMA journal_mode").fetchone()[0] not in ("wal", "memory"):
+                self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA synchronous = NORMAL")
+            self.db.execute("PRAGMA foreign_keys = ON")
+            schema.migrate(self.db)
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            if is_damage(exc):
+                raise StoreDamaged(damage_message(self.file, exc)) from exc
+            raise
+
+    @classmethod
+    def empty(cls, project_id: str) -> Store:
+        """An in-memory store with the schema and no events: what a read of a project with no memory sees."""
+        return cls(":memory:", project_id)
 
     def close(self) -> None:
         self.db.close()
