@@ -167,7 +167,8 @@ def _rebuild(scratch: str, target: str, project_id: str, report: RepairReport) -
                     where = ""
                 # rowcount, not total_changes: the events triggers' FTS inserts count as changes too
                 names = ", ".join(cols)
-                cur = db.execute(f"INSERT OR IGNORE INTO main.{table} ({names}) SELECT {select} FROM salvage.{table}{where}")
+                sql = f"INSERT OR IGNORE INTO main.{table} ({names}) SELECT {select} FROM salvage.{table}{where}"
+                cur = db.execute(sql)
                 report.rows[table] = max(cur.rowcount, 0)
             now = keys.now_iso()
             cur = db.execute(
