@@ -78,14 +78,19 @@ def store_events(proj: project.Project, cfg: config.Config, batch: list[NewEvent
             store.close()
         if batch:
             where = spool.write(proj.id, proj.root_str, batch, repr(exc))
-            log("hooks", "warning", f"store unavailable ({exc}); spooled {len(batch)} event(s) to {where}")
+            if where:  # when None, spool.write has logged both failures
+                log("hooks", "warning", f"store unavailable ({exc}); spooled {len(batch)} event(s) to {where}")
         return None, []
 
 
 def drain_spool(store: Store) -> None:
     files = spool.pending(store.project_id)[:SPOOL_BATCH]
     if files:
-        report = spool.ingest(store, files)
+        try:
+            report = spool.ingest(store, files)
+        except (sqlite3.Error, OSError) as exc:  # still full or locked: the files stay for the next hook
+            log("hooks", "warning", f"spool: not ingested yet ({exc})")
+            return
         log("hooks", "info", f"spool: ingested {report.files} file(s), {report.inserted} new event(s)")
 
 

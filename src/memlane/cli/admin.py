@@ -132,8 +132,6 @@ class Check:
 
 
 def _checks(root: Path) -> list[Check]:
-    from memlane.capture import spool
-
     out: list[Check] = []
     try:
         config.load()
@@ -173,17 +171,28 @@ def _checks(root: Path) -> list[Check]:
                 )
             )
     out.extend(_store_checks())
-    pending = spool.pending()
-    out.append(
-        Check(
-            "spool",
-            not pending,
-            f"{len(pending)} spooled file(s) waiting" if pending else "empty",
-            "memlane doctor --repair",
-            warn=True,
-        )
-    )
+    out.append(_spool_check())
     return out
+
+
+def _spool_check() -> Check:
+    """Spooled events waiting (in the data dir's spool or the in-memory fallback), and leftovers."""
+    from memlane.capture import spool
+
+    pending = spool.pending()
+    in_memory = [p for p in pending if p.startswith(spool.fallback_dir())]
+    left = spool.leftovers()
+    parts = []
+    if pending:
+        parts.append(f"{len(pending)} spooled file(s) waiting")
+    if in_memory:
+        parts.append(f"{len(in_memory)} of them in memory at {spool.fallback_dir()} (lost on reboot)")
+    if left["tmp"]:
+        parts.append(f"{len(left['tmp'])} leftover temp file(s) from interrupted writes")
+    if left["bad"]:
+        parts.append(f"{len(left['bad'])} unreadable file(s) kept aside: {', '.join(left['bad'][:3])}")
+    clean = not pending and not left["tmp"]
+    return Check("spool", clean, "; ".join(parts) or "empty", "memlane doctor --repair", warn=True)
 
 
 def _store_files() -> list[Path]:
@@ -221,6 +230,9 @@ def repair() -> list[str]:
     from memlane.store.db import Store
 
     done = repair_stores()
+    removed = spool.clean_tmp()
+    if removed:
+        done.append(f"spool: removed {removed} temp file(s) left by interrupted writes")
     by_project: dict[str, list[str]] = {}
     for path in spool.pending():
         by_project.setdefault(spool.project_of(path), []).append(path)

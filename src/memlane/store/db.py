@@ -186,7 +186,23 @@ class _Write:
         return self.db
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self.db.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+        if exc_type is not None:
+            self._rollback()
+            return
+        try:
+            self.db.execute("COMMIT")
+        except sqlite3.Error:
+            # A COMMIT that fails (disk full, I/O error) can leave the transaction open, and the next
+            # BEGIN on this connection would fail with "cannot start a transaction within a transaction".
+            self._rollback()
+            raise
+
+    def _rollback(self) -> None:
+        if self.db.in_transaction:
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # SQLite already rolled back (it does on SQLITE_FULL in some states)
 
 
 _STOPWORDS = frozenset(
