@@ -304,6 +304,9 @@ def serve(cfg: config.Config | None = None, port: int | None = None, worker: boo
         server.run(sockets=[sock])
     finally:
         daemon.stop.set()
+        # The worker thread terminates the embedding child and waits for it: no child outlives us.
+        for t in threads[1:]:
+            t.join(timeout=12)
         state.clear_info(os.getpid())
         sock.close()
         os.close(lock_fd)
