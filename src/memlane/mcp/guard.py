@@ -62,9 +62,10 @@ def check(line: str) -> types.JSONRPCError | None:
     try:
         types.jsonrpc_message_adapter.validate_python(obj, by_name=False)
     except ValidationError as exc:
-        first = exc.errors()[0] if exc.errors() else {}
-        where = ".".join(str(p) for p in first.get("loc", ())[1:]) or "message"
-        return _error(_usable_id(obj), types.INVALID_REQUEST, f"Invalid Request: {where}: {first.get('msg', '')}"[:300])
+        errors = exc.errors()
+        where = ".".join(str(p) for p in errors[0]["loc"][1:]) if errors else ""
+        what = errors[0]["msg"] if errors else "not a JSON-RPC message"
+        return _error(_usable_id(obj), types.INVALID_REQUEST, f"Invalid Request: {where or 'message'}: {what}"[:300])
     return None
 
 
