@@ -162,7 +162,8 @@ def prompt_context(
     store: Store, proj: project.Project, payload: dict[str, Any], cfg: config.Config, exclude_ids: list[str]
 ) -> str:
     """Hybrid retrieval from the daemon within its deadline; full-text in-process when it cannot answer."""
-    prompt = str(payload.get("prompt") or "")
+    # Only the head and tail of a huge prompt are used for recall: send no more than that to the daemon.
+    prompt = inject.query_of(str(payload.get("prompt") or ""))
     from memlane.daemon import client
 
     answer = client.call(

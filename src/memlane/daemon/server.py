@@ -137,6 +137,9 @@ class Daemon:
         prompt = body.get("prompt")
         if not isinstance(prompt, str):
             raise MemoryError_("prompt must be a string")
+        from memlane.capture.inject import query_of
+
+        prompt = query_of(prompt)  # other clients may send a whole pasted log
         with self.memory(body) as mem:
             hits = self.engine.relevant(mem, prompt, list(body.get("exclude_ids") or []))
             context = context_routes.inject_context(self, mem, body)

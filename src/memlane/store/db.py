@@ -275,6 +275,7 @@ _DF_STALE = 0.05  # document counts are reused until the store has grown by 5%
 _DF_CACHE_MAX = 50_000
 _DF_CACHE: dict[tuple[str, str], tuple[int, int]] = {}  # (db file, term) → (document count, store size then)
 _CHUNK_STRIP = "\"'`()[]{}<>,;:!?."
+_CHUNK = re.compile(r"\S+")
 
 
 class StoreDamaged(sqlite3.DatabaseError):
@@ -885,25 +886,36 @@ class Store:
         return out
 
 
+_MAX_WORDS, _MAX_TRIGRAMS, _MAX_SHORT_CJK = 32, 64, 8
+# Past this many whitespace-separated chunks a query has said all it can (its first distinct words are
+# kept): scanning on would make a pasted multi-megabyte prompt cost seconds for nothing.
+_MAX_QUERY_CHUNKS = 4000
+
+
 def parse_query(query: str) -> tuple[list[str], list[str], list[str]]:
     """Split a free-text query into FTS5 word phrases, CJK trigrams and too-short CJK words."""
-    words: list[str] = []
-    trigrams: list[str] = []
-    short_cjk: list[str] = []
-    for raw in query.split():
-        chunk = raw.strip(_CHUNK_STRIP)
+    words: dict[str, None] = {}
+    trigrams: dict[str, None] = {}
+    short_cjk: dict[str, None] = {}
+    for n, match in enumerate(_CHUNK.finditer(query)):
+        if n >= _MAX_QUERY_CHUNKS or (
+            len(words) >= _MAX_WORDS and len(trigrams) >= _MAX_TRIGRAMS and len(short_cjk) >= _MAX_SHORT_CJK
+        ):
+            break
+        chunk = match.group().strip(_CHUNK_STRIP)
         if not chunk:
             continue
         if keys.has_cjk(chunk):
             if len(chunk) < 3:
-                short_cjk.append(chunk)
+                short_cjk[chunk] = None
             else:
-                trigrams.extend(_quote(chunk[i : i + 3]) for i in range(len(chunk) - 2))
+                for i in range(len(chunk) - 2):
+                    trigrams[_quote(chunk[i : i + 3])] = None
             continue
         if chunk.lower() in _STOPWORDS or not any(ch.isalnum() for ch in chunk):
             continue
-        words.append(_quote(chunk))
-    return _unique(words)[:32], _unique(trigrams)[:64], _unique(short_cjk)[:8]
+        words[_quote(chunk)] = None
+    return list(words)[:_MAX_WORDS], list(trigrams)[:_MAX_TRIGRAMS], list(short_cjk)[:_MAX_SHORT_CJK]
 
 
 def _quote(term: str) -> str:
