@@ -209,6 +209,18 @@ def _autostart(cfg: config.Config) -> None:
         log("hooks", "warning", f"could not start the daemon: {exc!r}")
 
 
+def _cwd(payload: dict[str, Any]) -> str:
+    """The payload's cwd when it names an existing folder; else the hook's own (Claude Code starts hooks in
+    the project). A cwd that is not a string, holds a NUL or is gone must not crash capture (the event would
+    be lost) nor create a store for a folder that does not exist."""
+    cwd = payload.get("cwd")
+    if isinstance(cwd, str) and cwd and "\0" not in cwd and os.path.isdir(cwd):
+        return cwd
+    if cwd:
+        log("hooks", "warning", f"payload cwd {str(cwd)[:200]!r} is not a folder; using {os.getcwd()}")
+    return os.getcwd()
+
+
 def _output(event: str, context: str) -> str:
     body = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
     return json.dumps(body, ensure_ascii=False)
@@ -222,7 +234,7 @@ def handle(event: str, raw: bytes) -> str:
         log("hooks", "warning", f"unknown hook event {event!r}; ignored")
         return ""
     payload = parse_payload(raw, cfg.capture.max_payload_bytes)
-    proj = project.identify(payload.get("cwd") or os.getcwd())
+    proj = project.identify(_cwd(payload))
     try:
         project.register(proj)
     except OSError as exc:

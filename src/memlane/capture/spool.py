@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import stat
 import time
 
@@ -222,7 +223,9 @@ def ingest(store: Store, files: list[str], report: IngestReport | None = None) -
                 os.replace(claimed, _base(path))  # not ours: release it
                 continue
             result = store.append(NewEvent.from_json(e) for e in data["events"])
-        except (ValueError, KeyError, TypeError) as exc:
+        except (ValueError, KeyError, TypeError, sqlite3.InterfaceError, sqlite3.ProgrammingError) as exc:
+            # The file itself cannot be stored (unreadable, or values SQLite refuses): retrying would fail
+            # forever on every hook, so it is set aside for `memlane doctor`.
             bad = _base(claimed) + ".bad"
             os.replace(claimed, bad)
             report.bad_files.append(bad)

@@ -477,17 +477,19 @@ class Store:
                 self.project_id,
                 ts,
                 ts,
-                meta.get("cwd"),
-                meta.get("transcript_path"),
+                _str_or_none(meta.get("cwd")),  # metadata comes from outside: only text goes in these columns
+                _str_or_none(meta.get("transcript_path")),
                 int(event.type == "user_prompt"),
             ),
         )
         if event.type == "session_start":
-            db.execute("UPDATE sessions SET source = ? WHERE id = ?", (meta.get("source"), event.session_id))
+            db.execute(
+                "UPDATE sessions SET source = ? WHERE id = ?", (_str_or_none(meta.get("source")), event.session_id)
+            )
         elif event.type == "session_end":
             db.execute(
                 "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?",
-                (ts, meta.get("reason"), event.session_id),
+                (ts, _str_or_none(meta.get("reason")), event.session_id),
             )
         elif event.type == "session_summary":
             db.execute("UPDATE sessions SET summary = ? WHERE id = ?", (event.content, event.session_id))
@@ -924,6 +926,10 @@ def _quote(term: str) -> str:
 
 def _unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
+
+
+def _str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _db_size(path: str) -> int:
