@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -160,6 +161,8 @@ class Daemon:
             return JSONResponse(await run_in_threadpool(fn, body))
         except (MemoryError_, config.ConfigError) as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
+        except sqlite3.Error as exc:  # a damaged or locked store: a one-line answer, not a 500 with a traceback
+            return JSONResponse({"error": str(exc).splitlines()[0] if str(exc) else "store error"}, status_code=503)
         finally:
             self.touch()
 
