@@ -142,3 +142,31 @@ def test_hook_spools_when_the_store_is_damaged_and_repair_replays(proj: Path) ->
     assert spool.pending() == []
     with Memory.open(proj, create=False) as mem:
         assert [e.content for e in mem.store.history(limit=1)] == ["keep me"]
+
+
+def test_a_store_under_repair_is_left_alone_and_hooks_spool(proj: Path) -> None:
+    import fcntl
+    import json
+
+    from memlane import hooks
+    from memlane.capture import spool
+    from memlane.store.db import REPAIR_SUFFIX
+
+    db = _fill(proj, 3)
+    fd = os.open(db + REPAIR_SUFFIX, os.O_RDWR | os.O_CREAT, 0o600)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # what `doctor --repair` holds while it works
+    try:
+        with pytest.raises(sqlite3.OperationalError, match="being repaired"):
+            Store(db, "x")
+        payload = {"session_id": "s-r", "cwd": str(proj), "prompt": "during the repair"}
+        hooks.handle("UserPromptSubmit", json.dumps(payload).encode())
+        assert len(spool.pending()) == 1
+    finally:
+        os.close(fd)
+    # the marker of a repair that died (nobody holds its lock) is ignored
+    with Store(db, "x") as store:
+        assert store.count() == 3
+    hooks.handle("UserPromptSubmit", json.dumps({**payload, "prompt": "after"}).encode())
+    assert spool.pending() == []
+    with Memory.open(proj, create=False) as mem:
+        assert {"during the repair", "after"} <= {e.content for e in mem.store.history()}

@@ -342,6 +342,32 @@ def _create(file: str) -> None:
                 pass
 
 
+REPAIR_SUFFIX = ".repairing"
+
+
+def _under_repair(file: str) -> bool:
+    """Whether ``doctor --repair`` is rebuilding this store now (it holds an exclusive lock on the marker).
+
+    A marker nobody holds is left by a repair that died, and is ignored. Costs one ``stat`` otherwise.
+    """
+    marker = file + REPAIR_SUFFIX
+    if not os.path.exists(marker):
+        return False
+    import fcntl
+
+    try:
+        fd = os.open(marker, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
 def _private(file: str, mode: int) -> None:
     """Stores made before files were created 0600 are tightened on open (contents are private)."""
     if mode & 0o077:
@@ -365,6 +391,9 @@ class Store:
         self.file = os.fspath(path)
         self.project_id = project_id
         if self.file != ":memory:":
+            if _under_repair(self.file):
+                # An OperationalError like "database is locked": hooks spool, the CLI says so in one line.
+                raise sqlite3.OperationalError(f"memory store {self.file} is being repaired; try again shortly")
             try:
                 st = os.stat(self.file)
             except FileNotFoundError:

@@ -11,6 +11,7 @@ memory.db and the damaged one is kept beside it as ``memory.db.damaged-<time>``.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 import sqlite3
@@ -19,7 +20,7 @@ import time
 from dataclasses import dataclass, field
 
 from memlane.store import keys
-from memlane.store.db import Store, is_damage
+from memlane.store.db import REPAIR_SUFFIX, Store, is_damage
 
 # Tables copied from the salvage, in order (events first: outbox rows reference them).
 _TABLES = ("events", "sessions", "tombstones", "imports", "meta", "outbox")
@@ -205,8 +206,50 @@ def _move_aside(path: str, stamp: str) -> str:
     return kept
 
 
+class _RepairLock:
+    """Keeps writers off the damaged file while it is salvaged and swapped.
+
+    New openers see the locked ``.repairing`` marker and spool their events (``Store`` checks it); a
+    process that already had the file open is held off by a write transaction on it, when the damaged
+    file still allows one.
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.fd = -1
+        self.conn: sqlite3.Connection | None = None
+
+    def __enter__(self) -> _RepairLock:
+        self.fd = os.open(self.path + REPAIR_SUFFIX, os.O_RDWR | os.O_CREAT, 0o600)
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        try:
+            self.conn = sqlite3.connect(self.path, timeout=5, isolation_level=None)
+            self.conn.execute("BEGIN IMMEDIATE")  # waits for a write in flight to finish
+        except sqlite3.Error:
+            self.release_db()  # too damaged to lock: the marker alone has to do
+        return self
+
+    def release_db(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    def __exit__(self, *exc: object) -> None:
+        self.release_db()
+        try:
+            os.unlink(self.path + REPAIR_SUFFIX)
+        except OSError:
+            pass
+        os.close(self.fd)
+
+
 def recover(path: str, project_id: str, *, use_cli: bool = True) -> RepairReport:
     """Recover the store at ``path`` into a new file that takes its place; the old one is kept aside."""
+    with _RepairLock(path) as lock:
+        return _recover(path, project_id, use_cli, lock)
+
+
+def _recover(path: str, project_id: str, use_cli: bool, lock: _RepairLock) -> RepairReport:
     report = RepairReport(path)
     stamp = time.strftime("%Y%m%d-%H%M%S")
     scratch = f"{path}.salvage-{stamp}"
@@ -225,6 +268,7 @@ def recover(path: str, project_id: str, *, use_cli: bool = True) -> RepairReport
         if not os.path.exists(scratch):
             sqlite3.connect(scratch).close()
         _rebuild(scratch, rebuilt, project_id, report)
+        lock.release_db()  # closing our connection must not recreate -wal/-shm after they moved
         report.kept_as = _move_aside(path, stamp)
         os.replace(rebuilt, path)
     finally:
