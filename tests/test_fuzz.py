@@ -339,3 +339,40 @@ def test_regression_odd_transcript_path(path: Any, proj: Path) -> None:
         payload = {"session_id": "s", "cwd": str(proj), "transcript_path": path, **extra}
         hooks.handle(event, json.dumps(payload).encode())
     assert transcript.read_tail("\x00") == []
+
+
+spool_events = st.lists(
+    st.fixed_dictionaries(
+        {
+            "type": st.sampled_from(["user_prompt", "tool_observation", "bogus"]) | json_values,
+            "session_id": st.text(max_size=5) | json_values,
+            "content": st.text(max_size=20) | json_values,
+        },
+        optional={"turn": json_values, "metadata": json_values, "ts": json_values, "dedupe_key": json_values},
+    )
+    | json_values,
+    max_size=4,
+)
+
+
+@FUZZ
+@given(events=spool_events, wrap=st.booleans(), raw=st.none() | st.text(max_size=30))
+def test_spool_ingest_never_crashes_and_never_keeps_a_file(
+    events: Any, wrap: bool, raw: str | None, proj: Path
+) -> None:
+    """A spool file is outside input once it is on disk: each one is stored or set aside as .bad, never retried
+    forever and never fatal to the hook that drains it."""
+    import time
+
+    from memlane import project
+    from memlane.capture import spool
+    from memlane.memory import Memory
+
+    pid = project.identify(proj).id
+    body = json.dumps({"project_id": pid, "events": events} if wrap else events) if raw is None else raw
+    directory = Path(spool.spool_dir())
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    (directory / f"{pid}--{time.time_ns()}-1-fz.json").write_text(body, encoding="utf-8")
+    with Memory.open(proj) as mem:
+        spool.ingest(mem.store, spool.pending(pid))
+    assert spool.pending(pid) == []
