@@ -171,3 +171,12 @@ def test_daemon_json_is_private(memlane_home: Path) -> None:
     state.write_info({"pid": os.getpid(), "port": 1})
     assert _mode(Path(state.info_file())) == 0o600
     assert json.loads(Path(state.info_file()).read_text())["port"] == 1
+
+
+def test_embedding_a_project_without_a_store_touches_nothing(tmp_path: Path) -> None:
+    """The daemon's worker walks every registered project; one without a store must not get folders."""
+    with Memory.open(tmp_path, create=False) as mem:
+        assert mem.store.ephemeral
+        report = worker.process_outbox(mem, embedder=None)  # returns before any model is loaded
+    assert report.processed == 0 and not report.busy
+    assert not paths.projects_dir().exists() or not any(paths.projects_dir().iterdir())

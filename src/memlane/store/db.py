@@ -418,6 +418,11 @@ class Store:
                 raise StoreDamaged(damage_message(self.file, exc)) from exc
             raise
 
+    @property
+    def ephemeral(self) -> bool:
+        """An in-memory stand-in for a project with no store (see ``empty``): nothing to persist for it."""
+        return self.file == ":memory:"
+
     @classmethod
     def empty(cls, project_id: str) -> Store:
         """An in-memory store with the schema and no events: what a read of a project with no memory sees."""

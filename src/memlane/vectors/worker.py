@@ -208,11 +208,13 @@ def process_outbox(
     progress: Callable[[int, int], None] | None = None,
 ) -> ProcessReport:
     """Drain (up to ``limit`` jobs of) the project's outbox into its vector index."""
+    report = ProcessReport()
+    if memory.store.ephemeral:
+        return report  # a project with no store: no lock file, no vectors folder, no model to load
     if embedder is None:
         from memlane.embed import get_embedder
 
         embedder = get_embedder(memory.config.embedding)
-    report = ProcessReport()
     lock = WorkerLock(memory.project.id)
     if not lock.acquire():
         report.busy = True
