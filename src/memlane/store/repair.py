@@ -4,7 +4,7 @@ Recovery never edits the damaged file. It salvages rows into a scratch database 
 ``.recover`` (the ``sqlite3`` command-line shell) when it is installed, else a Python copy that reads
 each table row range by row range and skips what cannot be read — then builds a brand-new store with
 memlane's schema from the salvaged rows: events (whose insert triggers rebuild both full-text
-indexes), sessions, tombstones, the import ledger, and the embedding outbox, where every event
+indexes), sessions, tombstones and the embedding outbox, where every event
 without a surviving job gets a new pending one so its vector is (re)computed. The new file replaces
 memory.db and the damaged one is kept beside it as ``memory.db.damaged-<time>``.
 """
@@ -22,10 +22,12 @@ from dataclasses import dataclass, field
 from memlane.store import keys
 from memlane.store.db import REPAIR_SUFFIX, Store, is_damage
 
-# Tables copied from the salvage, in order (events first: outbox rows reference them).
-_TABLES = ("events", "sessions", "tombstones", "imports", "meta", "outbox")
+# Tables copied from the salvage, in order (events first: outbox rows reference them). Not the import
+# ledger: it would tell `memlane import` that history files whose events sat on lost pages are done,
+# while without it a re-import restores them (dedupe keys make the rest a no-op).
+_TABLES = ("events", "sessions", "tombstones", "meta", "outbox")
 _RECOVER_TIMEOUT_S = 600
-_MAX_SKIPS = 2000  # bound the probing past unreadable rows in the Python fallback
+_MAX_SKIPS = 60  # probing past unreadable rows doubles its stride: 60 doublings pass any 64-bit rowid
 
 
 @dataclass
@@ -128,7 +130,7 @@ def _copy_rows(src: sqlite3.Connection, dst: sqlite3.Connection, table: str, nco
                 dst.execute(f"INSERT OR IGNORE INTO {table} VALUES ({marks})", row)
                 last, step = row[0], 1
             break
-        except sqlite3.DatabaseError:
+        except (sqlite3.DatabaseError, OverflowError):
             # A damaged page hides a range of rowids: probe past it, further each time.
             last += step
             step *= 2
