@@ -11,7 +11,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from conftest import payload
-from memlane import paths
+from memlane import install, paths
 from memlane.cli.main import cli
 
 
@@ -27,7 +27,7 @@ def test_status_json_shows_hooks_plugin_mcp_and_daemon(proj: Path) -> None:
     data = json.loads(out)
     assert code == 0
     assert data["hook_files"]["local"]["path"] == str(proj / ".claude" / "settings.local.json")
-    assert len(data["hook_files"]["local"]["events"]) == 6 and data["hook_files"]["user"]["events"] == []
+    assert len(data["hook_files"]["local"]["events"]) == len(install.HOOKS) and data["hook_files"]["user"]["events"] == []
     assert data["plugin"] == {"enabled": {}}
     assert [(c["client"], c["scope"], c["path"]) for c in data["mcp_clients"]] == [
         ("vscode", "project", str(proj / ".vscode" / "mcp.json"))
@@ -35,7 +35,7 @@ def test_status_json_shows_hooks_plugin_mcp_and_daemon(proj: Path) -> None:
     assert data["daemon"]["running"] is False and data["daemon"]["backlog"] == 0
     assert isinstance(data["data_bytes"], int)
     text = run(proj, "status")[1]
-    assert f"hooks (local)  6 event(s) in {proj / '.claude' / 'settings.local.json'}" in text
+    assert f"hooks (local)  {len(install.HOOKS)} event(s) in {proj / '.claude' / 'settings.local.json'}" in text
     assert f"mcp            vscode (project): {proj / '.vscode' / 'mcp.json'}" in text
     assert "daemon         not running, backlog 0 event(s)" in text
 

@@ -91,14 +91,19 @@ def store_events(proj: project.Project, cfg: config.Config, batch: list[NewEvent
             store.close()
         if batch:
             where = spool.write(proj.id, proj.root_str, batch, repr(exc))
-            log("hooks", "warning", f"store unavailable ({exc}); spooled {len(batch)} event(s) to {where}")
+            if where:  # when None, spool.write has logged both failures
+                log("hooks", "warning", f"store unavailable ({exc}); spooled {len(batch)} event(s) to {where}")
         return None, []
 
 
 def drain_spool(store: Store) -> None:
     files = spool.pending(store.project_id)[:SPOOL_BATCH]
     if files:
-        report = spool.ingest(store, files)
+        try:
+            report = spool.ingest(store, files)
+        except (sqlite3.Error, OSError) as exc:  # still full or locked: the files stay for the next hook
+            log("hooks", "warning", f"spool: not ingested yet ({exc})")
+            return
         log("hooks", "info", f"spool: ingested {report.files} file(s), {report.inserted} new event(s)")
 
 
@@ -176,7 +181,8 @@ def prompt_context(
     store: Store, proj: project.Project, payload: dict[str, Any], cfg: config.Config, exclude_ids: list[str]
 ) -> str:
     """Hybrid retrieval from the daemon within its deadline; full-text in-process when it cannot answer."""
-    prompt = str(payload.get("prompt") or "")
+    # Only the head and tail of a huge prompt are used for recall: send no more than that to the daemon.
+    prompt = inject.query_of(str(payload.get("prompt") or ""))
     from memlane.daemon import client
 
     answer = client.call(
@@ -222,6 +228,18 @@ def _autostart(cfg: config.Config) -> None:
         log("hooks", "warning", f"could not start the daemon: {exc!r}")
 
 
+def _cwd(payload: dict[str, Any]) -> str:
+    """The payload's cwd when it names an existing folder; else the hook's own (Claude Code starts hooks in
+    the project). A cwd that is not a string, holds a NUL or is gone must not crash capture (the event would
+    be lost) nor create a store for a folder that does not exist."""
+    cwd = payload.get("cwd")
+    if isinstance(cwd, str) and cwd and "\0" not in cwd and os.path.isdir(cwd):
+        return cwd
+    if cwd:
+        log("hooks", "warning", f"payload cwd {str(cwd)[:200]!r} is not a folder; using {os.getcwd()}")
+    return os.getcwd()
+
+
 def _output(event: str, context: str) -> str:
     body = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
     return json.dumps(body, ensure_ascii=False)
@@ -235,12 +253,7 @@ def handle(event: str, raw: bytes) -> str:
         log("hooks", "warning", f"unknown hook event {event!r}; ignored")
         return ""
     payload = parse_payload(raw, cfg.capture.max_payload_bytes)
-    cwd = payload.get("cwd")
-    if not isinstance(cwd, str) or not cwd:
-        # Claude Code runs hooks in the session's directory: the best guess for an odd cwd field.
-        if cwd is not None:
-            log("hooks", "warning", f"{event}: cwd is {type(cwd).__name__}, not a path; using the hook's cwd")
-        cwd = payload["cwd"] = os.getcwd()
+    payload["cwd"] = cwd = _cwd(payload)  # later steps (context, transcript) read it too
     proj = project.identify(cwd)
     try:
         project.register(proj)

@@ -40,9 +40,11 @@ class Memory:
         *,
         project_id: str | None = None,
         cfg: config.Config | None = None,
-        create: bool = True,
+        create: bool | None = True,
     ) -> Memory:
-        """The project's memory; with ``create=False`` a project without a store raises ``NoMemoryYet``."""
+        """The project's memory. Reads never leave a store (or a registry entry) behind: with
+        ``create=False`` a project without a store raises ``NoMemoryYet`` (the CLI says so); with
+        ``create=None`` it gets an empty in-memory store (the daemon and workers answer "nothing")."""
         cfg = cfg or config.load()
         if project_id:
             proj = project.by_id(project_id)
@@ -50,7 +52,9 @@ class Memory:
                 raise MemoryError_(f"unknown project id '{project_id}' (see `memlane projects`)")
         else:
             proj = project.identify(cwd or os.getcwd())
-        if not create and not proj.db_path.exists():
+        if not create and not os.path.exists(proj.db_file):
+            if create is None:
+                return cls(proj, cfg, Store.empty(proj.id))
             raise NoMemoryYet(f"no memory for this project yet ({proj.root})")
         project.register(proj)
         return cls(proj, cfg, Store(proj.db_path, proj.id, cfg.store.busy_timeout_ms))

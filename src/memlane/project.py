@@ -135,7 +135,8 @@ def register(project: Project) -> None:
     paths.ensure_dir(directory)
     body = {"id": project.id, "root": project.root_str, "name": project.name, "created_at": time.time()}
     tmp = os.path.join(directory, f".project.json.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it names the user's folders
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(body, fh, indent=2)
     os.replace(tmp, meta)
 

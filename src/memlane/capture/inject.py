@@ -46,6 +46,20 @@ def fit(lines: Sequence[str], max_chars: int) -> str:
     return "\n".join(out)
 
 
+# What of a prompt retrieval looks at. A pasted 19 MB log costs its full size to parse into query
+# terms, to tokenize for the embedding model and to send to the daemon, yet only the first few dozen
+# distinct words can be used; the head (the request) and the tail (the question after the paste) carry them.
+QUERY_HEAD_CHARS = 2000
+QUERY_TAIL_CHARS = 2000
+
+
+def query_of(prompt: str) -> str:
+    """The part of a prompt that retrieval uses: all of it when short, else its head and tail."""
+    if len(prompt) <= QUERY_HEAD_CHARS + QUERY_TAIL_CHARS:
+        return prompt
+    return prompt[:QUERY_HEAD_CHARS] + "\n" + prompt[-QUERY_TAIL_CHARS:]
+
+
 def _coverage(event: Event, terms: list[str]) -> int:
     text = event.content.lower()
     return sum(1 for t in terms if t in text)
@@ -55,6 +69,7 @@ def prompt_memories(store: Store, prompt: str, cfg: Config, exclude_ids: Sequenc
     """Full-text memories for a prompt: hits sharing enough distinct words with it."""
     if len(prompt.strip()) < cfg.injection.min_prompt_chars:
         return []
+    prompt = query_of(prompt)
     words, _trigrams, _short = parse_query(prompt)
     terms = [w.strip('"').lower() for w in words]
     hits = store.fts(prompt, limit=cfg.injection.max_results * 4, exclude_ids=exclude_ids)

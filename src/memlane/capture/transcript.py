@@ -41,6 +41,9 @@ def is_user_prompt(line: dict[str, Any]) -> bool:
 
 def read_tail(path: str, max_bytes: int = TAIL_BYTES) -> list[dict[str, Any]]:
     """Parsed JSON lines from the last ``max_bytes`` of a transcript; bad lines are skipped."""
+    # Only regular files: a path with a NUL byte raised ValueError, and a FIFO would block the hook.
+    if not os.path.isfile(path):
+        return []
     try:
         with open(path, "rb") as fh:
             fh.seek(0, os.SEEK_END)

@@ -190,8 +190,6 @@ class Check:
 
 
 def _checks(root: Path) -> list[Check]:
-    from memlane.capture import spool
-
     out: list[Check] = []
     try:
         config.load()
@@ -230,31 +228,9 @@ def _checks(root: Path) -> list[Check]:
                     warn=True,
                 )
             )
-    for path in sorted(paths.projects_dir().glob("*/memory.db")) if paths.projects_dir().is_dir() else []:
-        try:
-            with sqlite3.connect(f"file:{path}?mode=ro", uri=True) as conn:
-                result = conn.execute("PRAGMA quick_check").fetchone()[0]
-            out.append(
-                Check(
-                    f"store {path.parent.name}",
-                    result == "ok",
-                    result,
-                    "restore from backup or `memlane export` what is readable",
-                )
-            )
-        except sqlite3.Error as exc:
-            out.append(Check(f"store {path.parent.name}", False, str(exc), "memlane doctor --repair"))
+    out.extend(_store_checks())
     out.extend(_setup_checks(root))
-    pending = spool.pending()
-    out.append(
-        Check(
-            "spool",
-            not pending,
-            f"{len(pending)} spooled file(s) waiting" if pending else "empty",
-            "memlane doctor --repair",
-            warn=True,
-        )
-    )
+    out.append(_spool_check())
     return out
 
 
@@ -323,12 +299,64 @@ def _daemon_check(d: dict[str, Any]) -> Check:
     return Check("daemon", True, f"not running (the next session starts it); backlog {d['backlog']} event(s)")
 
 
+def _spool_check() -> Check:
+    """Spooled events waiting (in the data dir's spool or the in-memory fallback), and leftovers."""
+    from memlane.capture import spool
+
+    pending = spool.pending()
+    in_memory = [p for p in pending if p.startswith(spool.fallback_dir())]
+    left = spool.leftovers()
+    parts = []
+    if pending:
+        parts.append(f"{len(pending)} spooled file(s) waiting")
+    if in_memory:
+        parts.append(f"{len(in_memory)} of them in memory at {spool.fallback_dir()} (lost on reboot)")
+    if left["tmp"]:
+        parts.append(f"{len(left['tmp'])} leftover temp file(s) from interrupted writes")
+    if left["bad"]:
+        parts.append(f"{len(left['bad'])} unreadable file(s) kept aside: {', '.join(left['bad'][:3])}")
+    clean = not pending and not left["tmp"]
+    return Check("spool", clean, "; ".join(parts) or "empty", "memlane doctor --repair", warn=True)
+
+
+def _store_files() -> list[Path]:
+    base = paths.projects_dir()
+    return sorted(base.glob("*/memory.db")) if base.is_dir() else []
+
+
+def _store_checks() -> list[Check]:
+    """One check per store: empty, unreadable or failing ``quick_check`` is a failure `--repair` fixes."""
+    from memlane.store.repair import diagnose
+
+    out = []
+    for path in _store_files():
+        found = diagnose(str(path))
+        out.append(Check(f"store {path.parent.name}", found.ok, found.detail, "memlane doctor --repair"))
+    return out
+
+
+def repair_stores() -> list[str]:
+    """Recover every damaged store into a new file (the damaged one kept aside)."""
+    from memlane.store.repair import diagnose, recover
+
+    done: list[str] = []
+    for path in _store_files():
+        found = diagnose(str(path))
+        if not found.ok:
+            report = recover(str(path), path.parent.name)
+            done.append(f"{path.parent.name}: store was damaged ({found.detail}); {report.line()}")
+    return done
+
+
 def repair() -> list[str]:
-    """Ingest every spooled event into its project's store, exactly once."""
+    """Recover damaged stores, then ingest every spooled event into its project's store, exactly once."""
     from memlane.capture import spool
     from memlane.store.db import Store
 
-    done: list[str] = []
+    done = repair_stores()
+    removed = spool.clean_tmp()
+    if removed:
+        done.append(f"spool: removed {removed} temp file(s) left by interrupted writes")
     by_project: dict[str, list[str]] = {}
     for path in spool.pending():
         by_project.setdefault(spool.project_of(path), []).append(path)

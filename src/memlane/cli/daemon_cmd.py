@@ -79,13 +79,19 @@ def stop() -> None:
     if not info:
         click.echo("daemon not running")
         return
-    os.kill(int(info["pid"]), signal.SIGTERM)
-    for _ in range(100):
-        if not state.read_info():
+    from memlane import proc
+
+    pid = int(info["pid"])
+    started = proc.start_time(pid)
+    os.kill(pid, signal.SIGTERM)
+    # Wait for the process itself, not for daemon.json: the daemon removes that file before it has
+    # stopped its embedding worker and released its lock and port.
+    for _ in range(150):
+        if not proc.alive(pid, started):
             click.echo("daemon stopped")
             return
         time.sleep(0.1)
-    raise click.ClickException(f"daemon (pid {info['pid']}) did not stop within 10 s")
+    raise click.ClickException(f"daemon (pid {pid}) did not stop within 15 s")
 
 
 @daemon_group.command("logs")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sqlite3
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -27,7 +28,7 @@ from memlane.cli import (
 )
 from memlane.cli.params import WHEN
 from memlane.memory import Memory, MemoryError_, NoMemoryYet
-from memlane.store.db import EVENT_TYPES
+from memlane.store.db import EVENT_TYPES, StoreDamaged, is_damage
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 
@@ -59,6 +60,16 @@ class Ctx:
 pass_ctx = click.make_pass_decorator(Ctx)
 
 
+def storage_message(exc: sqlite3.DatabaseError) -> str:
+    """One line for a SQLite failure that escaped a command."""
+    if isinstance(exc, StoreDamaged):
+        return str(exc)
+    first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    if is_damage(exc):
+        return f"the memory store is damaged ({first}); run `memlane doctor --repair`"
+    return f"memory store unavailable ({first})"
+
+
 class Group(click.Group):
     """Turns memlane's user errors into one-line messages with exit status 1."""
 
@@ -69,6 +80,8 @@ class Group(click.Group):
             return super().invoke(ctx)
         except (config.ConfigError, MemoryError_, InstallError) as exc:
             raise click.ClickException(str(exc)) from exc
+        except sqlite3.DatabaseError as exc:  # a damaged, locked or full store: one line, never a traceback
+            raise click.ClickException(storage_message(exc)) from exc
 
 
 EPILOG = """\b

@@ -52,12 +52,29 @@ def drain_step(cfg: Config, embedder: Embedder) -> int:
     done = 0
     for entry in project.known_projects():
         try:
-            with Memory.open(project_id=str(entry["id"]), cfg=cfg) as mem:
+            with Memory.open(project_id=str(entry["id"]), cfg=cfg, create=None) as mem:
                 report = process_outbox(mem, embedder, limit=STEP)
                 done += int(getattr(report, "processed", 0) or 0)
         except Exception as exc:  # noqa: BLE001 - one broken project must not stop the others
             _report(error=f"{entry.get('id')}: {exc!r}")
     return done
+
+
+def _exit_with_parent(parent: int, every_s: float = 0.5) -> None:
+    """Exit within ``every_s`` of the daemon's death (kill -9 included), even in the middle of a batch.
+
+    The main loop checks its parent only between steps, and one step of a backlog can take minutes.
+    Stopping mid-batch is safe: vectors are upserted by event id, and the outbox jobs this process
+    claimed are taken back at once because their claimant is gone.
+    """
+    import threading
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(every_s)
+        os._exit(0)
+
+    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
 
 
 def main() -> None:
@@ -72,6 +89,7 @@ def main() -> None:
         _report(error=f"cannot start: {exc}")
         sys.exit(1)
     parent = os.getppid()
+    _exit_with_parent(parent)
     _report(ready=embedder.version)
     while os.getppid() == parent:
         done = drain_step(cfg, embedder)

@@ -15,6 +15,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import threading
@@ -89,7 +90,13 @@ class Daemon:
             raise MemoryError_("cwd and project_id must be strings")
         if not cwd and not pid:
             raise MemoryError_("give cwd or project_id")
-        return Memory.open(cwd, project_id=pid, cfg=self.cfg)
+        # The daemon's own cwd means nothing to its clients, and a read must not create a store for a
+        # folder that is not there.
+        if cwd and not pid and not os.path.isabs(cwd):
+            raise MemoryError_(f"cwd {cwd[:200]!r} must be an absolute path")
+        if cwd and not pid and not os.path.isdir(cwd):
+            raise MemoryError_(f"cwd {cwd[:200]!r} is not a directory")
+        return Memory.open(cwd, project_id=pid, cfg=self.cfg, create=None)
 
     async def health(self, request: Request) -> JSONResponse:
         self.touch()
@@ -131,6 +138,9 @@ class Daemon:
         prompt = body.get("prompt")
         if not isinstance(prompt, str):
             raise MemoryError_("prompt must be a string")
+        from memlane.capture.inject import query_of
+
+        prompt = query_of(prompt)  # other clients may send a whole pasted log
         with self.memory(body) as mem:
             hits = self.engine.relevant(mem, prompt, list(body.get("exclude_ids") or []))
             context = context_routes.inject_context(self, mem, body)
@@ -151,6 +161,8 @@ class Daemon:
             return JSONResponse(await run_in_threadpool(fn, body))
         except (MemoryError_, config.ConfigError) as exc:
             return JSONResponse({"error": str(exc)}, status_code=400)
+        except sqlite3.Error as exc:  # a damaged or locked store: a one-line answer, not a 500 with a traceback
+            return JSONResponse({"error": str(exc).splitlines()[0] if str(exc) else "store error"}, status_code=503)
         finally:
             self.touch()
 
@@ -298,6 +310,9 @@ def serve(cfg: config.Config | None = None, port: int | None = None, worker: boo
         server.run(sockets=[sock])
     finally:
         daemon.stop.set()
+        # The worker thread terminates the embedding child and waits for it: no child outlives us.
+        for t in threads[1:]:
+            t.join(timeout=12)
         state.clear_info(os.getpid())
         sock.close()
         os.close(lock_fd)

@@ -68,7 +68,8 @@ def read_info() -> dict[str, Any] | None:
 def write_info(info: dict[str, Any]) -> None:
     path = info_file()
     tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # pid and port of a token-guarded server
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
         json.dump(info, fh)
     os.replace(tmp, path)
 

@@ -19,7 +19,7 @@ from pydantic import Field
 
 from memlane import __version__, config
 from memlane.logs import log
-from memlane.mcp.tools import MAX_REFS, MemoryTools, Reply, ToolInputError
+from memlane.mcp.tools import MAX_QUERY_CHARS, MAX_REFS, MemoryTools, Reply, ToolInputError
 from memlane.memory import MemoryError_
 from memlane.store.db import EVENT_TYPES
 
@@ -69,14 +69,23 @@ def _result(reply: Reply) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=reply.text)])
 
 
+MAX_ERROR_CHARS = 500  # errors may quote the client's input: never send a large input back
+
+
+def _bounded(message: str) -> str:
+    return message if len(message) <= MAX_ERROR_CHARS else message[: MAX_ERROR_CHARS - 1] + "…"
+
+
 def _run(call: Callable[[], Reply]) -> CallToolResult:
     try:
         return _result(call())
     except (ToolInputError, MemoryError_) as exc:
-        raise ToolError(str(exc)) from exc
+        raise ToolError(_bounded(str(exc))) from exc
     except sqlite3.Error as exc:  # locked or damaged store: say so plainly; `memlane doctor` explains more
         log("mcp", "error", f"store error in a tool call: {exc!r}")
-        raise ToolError(f"the memory store could not be read ({exc}); try again, or run `memlane doctor`") from exc
+        raise ToolError(
+            _bounded(f"the memory store could not be read ({exc}); try again, or run `memlane doctor --repair`")
+        ) from exc
 
 
 def build_server(
@@ -105,7 +114,13 @@ def build_server(
         "here, then use mem-timeline for context around a result and mem-details for full text.",
     )
     def mem_search(
-        query: Annotated[str, Field(description="What to look for: words, an error message, a file or function.")],
+        query: Annotated[
+            str,
+            Field(
+                description="What to look for: words, an error message, a file or function.",
+                json_schema_extra={"maxLength": MAX_QUERY_CHARS},
+            ),
+        ],
         limit: Annotated[int, _range(1, 50, "Maximum results (1-50).")] = 10,
         types: Annotated[
             list[str] | None,
@@ -225,7 +240,9 @@ def run(
     """Serve until the client goes away (stdio) or the process is stopped (HTTP, 127.0.0.1 only)."""
     server = build_server(default_project=default_project, semantic=semantic)
     if transport == "stdio":
-        server.run("stdio")
+        from memlane.mcp.guard import run_stdio
+
+        run_stdio(server)  # answers malformed JSON-RPC lines, which the SDK's stdio transport drops
         return
     serve_http(server, port, auth)
 

@@ -29,6 +29,8 @@ from memlane.store import keys
 from memlane.store.db import EVENT_TYPES, Event, Store
 
 MAX_REFS = 20
+# A query is words to look for, not a document: longer text is refused (never echoed back) with a hint.
+MAX_QUERY_CHARS = 2000
 LIMITS = {
     "limit": (1, 50),
     "before": (0, 20),
@@ -42,6 +44,14 @@ NEXT_STEP = (
     "Next: mem-timeline ref=<citation> shows what happened around one result; "
     "mem-details refs=[<citations>] gives the full text of the ones you need."
 )
+
+
+def check_length(name: str, value: str) -> None:
+    if len(value) > MAX_QUERY_CHARS:
+        raise ToolInputError(
+            f"{name} is {len(value)} characters; the limit is {MAX_QUERY_CHARS}: "
+            "give the distinctive words (an error line, a file or function name), not a whole document"
+        )
 
 
 class ToolInputError(ValueError):
@@ -247,6 +257,7 @@ class MemoryTools:
         query = (query or "").strip()
         if not query:
             raise ToolInputError("query is empty: say what to look for (words, an error message, a file name)")
+        check_length("query", query)
         check_range("limit", limit)
         for t in types or ():
             if t not in EVENT_TYPES:
@@ -425,6 +436,7 @@ class MemoryTools:
         check_range("sessions", sessions)
         check_range("memories", memories)
         task = (task or "").strip()
+        check_length("task", task)
         with self.open(project) as mem:
             recent = mem.store.sessions(limit=max(sessions, 10))
             session_lines = [self._session_line(mem, s) for s in recent[:sessions]]

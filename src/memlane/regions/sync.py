@@ -85,7 +85,7 @@ def collect(
     """The project root, its store statistics and its last session's date, from ``memlane.memory``."""
     from memlane.memory import Memory
 
-    with Memory.open(cwd, project_id=project_id) as mem:
+    with Memory.open(cwd, project_id=project_id, create=None) as mem:
         stats = mem.stats()
         recent = mem.sessions(1)
         last = (recent[0].get("last_activity") or recent[0].get("started_at")) if recent else None

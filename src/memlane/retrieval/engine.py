@@ -86,7 +86,7 @@ class Engine:
             if entry.get("id") == memory.project.id:
                 continue
             try:
-                with Memory.open(project_id=str(entry["id"]), cfg=self.cfg) as other:
+                with Memory.open(project_id=str(entry["id"]), cfg=self.cfg, create=None) as other:
                     hits.extend(self.search(other, prompt, limit=limit))
             except Exception as exc:  # noqa: BLE001 - one broken store must not break injection
                 log("retrieval", "warning", f"cross-project search skipped {entry.get('id')}: {exc!r}")

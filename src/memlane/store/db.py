@@ -186,7 +186,23 @@ class _Write:
         return self.db
 
     def __exit__(self, exc_type: object, exc: object, tb: object) -> None:
-        self.db.execute("ROLLBACK" if exc_type is not None else "COMMIT")
+        if exc_type is not None:
+            self._rollback()
+            return
+        try:
+            self.db.execute("COMMIT")
+        except sqlite3.Error:
+            # A COMMIT that fails (disk full, I/O error) can leave the transaction open, and the next
+            # BEGIN on this connection would fail with "cannot start a transaction within a transaction".
+            self._rollback()
+            raise
+
+    def _rollback(self) -> None:
+        if self.db.in_transaction:
+            try:
+                self.db.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # SQLite already rolled back (it does on SQLITE_FULL in some states)
 
 
 _STOPWORDS = frozenset(
@@ -259,22 +275,158 @@ _DF_STALE = 0.05  # document counts are reused until the store has grown by 5%
 _DF_CACHE_MAX = 50_000
 _DF_CACHE: dict[tuple[str, str], tuple[int, int]] = {}  # (db file, term) → (document count, store size then)
 _CHUNK_STRIP = "\"'`()[]{}<>,;:!?."
+_CHUNK = re.compile(r"\S+")
+
+
+class StoreDamaged(sqlite3.DatabaseError):
+    """memory.db cannot be read as a database (corrupt, truncated, empty). The message is one line.
+
+    A ``sqlite3.DatabaseError`` so every caller that already fails open on storage errors (hooks spool,
+    the daemon answers an error) handles it without knowing about it.
+    """
+
+
+# SQLITE_CORRUPT and SQLITE_NOTADB: the primary result codes of a damaged file (extended codes add high bits).
+_DAMAGE_CODES = (11, 26)
+
+
+def is_damage(exc: BaseException) -> bool:
+    """Whether a SQLite error means the file itself is damaged (as opposed to locked, full, read-only)."""
+    if isinstance(exc, StoreDamaged):
+        return True
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in _DAMAGE_CODES:
+        return True
+    text = str(exc).lower()
+    return "malformed" in text or "not a database" in text or "corrupt" in text
+
+
+def damage_message(file: str, exc: BaseException | str) -> str:
+    reason = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return f"memory store {file} is damaged ({reason}); run `memlane doctor --repair`"
+
+
+def _create(file: str) -> None:
+    """Create a new store atomically: build it as a temp file (0600, WAL, migrated), then link it in place.
+
+    Other processes therefore never see a half-made memory.db, so a zero-length memory.db is always
+    damage, never "someone is creating it right now". ``link`` fails if another process won the race,
+    and theirs is as good as ours.
+    """
+    directory = os.path.dirname(file) or "."
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    tmp = f"{file}.{os.getpid()}-{os.urandom(3).hex()}.new"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)  # SQLite gives -wal/-shm this mode too
+    os.close(fd)
+    try:
+        conn = sqlite3.connect(tmp, isolation_level=None)
+        try:
+            conn.execute("PRAGMA journal_mode = WAL")
+            schema.migrate(conn)
+        finally:
+            conn.close()  # the last connection checkpoints and removes the temp -wal
+        try:
+            os.link(tmp, file)
+        except FileExistsError:
+            pass
+        except OSError:
+            # No hard links on this filesystem: rename only when nothing is there (a small race that the
+            # old, non-atomic creation always had).
+            if not os.path.exists(file):
+                os.replace(tmp, file)
+    finally:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            try:
+                os.unlink(tmp + suffix)
+            except OSError:
+                pass
+
+
+REPAIR_SUFFIX = ".repairing"
+
+
+def _under_repair(file: str) -> bool:
+    """Whether ``doctor --repair`` is rebuilding this store now (it holds an exclusive lock on the marker).
+
+    A marker nobody holds is left by a repair that died, and is ignored. Costs one ``stat`` otherwise.
+    """
+    marker = file + REPAIR_SUFFIX
+    if not os.path.exists(marker):
+        return False
+    import fcntl
+
+    try:
+        fd = os.open(marker, os.O_RDONLY)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        return False
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+
+
+def _private(file: str, mode: int) -> None:
+    """Stores made before files were created 0600 are tightened on open (contents are private)."""
+    if mode & 0o077:
+        for suffix in ("", "-wal", "-shm"):
+            try:
+                os.chmod(file + suffix, 0o600)
+            except OSError:
+                pass
 
 
 class Store:
     """One project's memory database."""
 
-    def __init__(self, path: str | os.PathLike[str], project_id: str, busy_timeout_ms: int = 5000) -> None:
+    def __init__(
+        self, path: str | os.PathLike[str], project_id: str, busy_timeout_ms: int = 5000, *, create: bool = True
+    ) -> None:
+        """Open the store at ``path``; ``create=False`` raises ``FileNotFoundError`` instead of making one.
+
+        Raises ``StoreDamaged`` (one-line message) when the file is empty or not a readable database.
+        """
         self.file = os.fspath(path)
         self.project_id = project_id
-        os.makedirs(os.path.dirname(self.file) or ".", mode=0o700, exist_ok=True)
+        if self.file != ":memory:":
+            if _under_repair(self.file):
+                # An OperationalError like "database is locked": hooks spool, the CLI says so in one line.
+                raise sqlite3.OperationalError(f"memory store {self.file} is being repaired; try again shortly")
+            try:
+                st = os.stat(self.file)
+            except FileNotFoundError:
+                if not create:
+                    raise
+                _create(self.file)
+                st = os.stat(self.file)
+            if st.st_size == 0:
+                raise StoreDamaged(damage_message(self.file, "empty file, 0 bytes"))
+            _private(self.file, st.st_mode)
         self.db = sqlite3.connect(self.file, timeout=busy_timeout_ms / 1000, isolation_level=None)
-        self.db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-        if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-            self.db.execute("PRAGMA journal_mode = WAL")
-        self.db.execute("PRAGMA synchronous = NORMAL")
-        self.db.execute("PRAGMA foreign_keys = ON")
-        schema.migrate(self.db)
+        try:
+            self.db.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
+            if self.db.execute("PRAGMA journal_mode").fetchone()[0] not in ("wal", "memory"):
+                self.db.execute("PRAGMA journal_mode = WAL")
+            self.db.execute("PRAGMA synchronous = NORMAL")
+            self.db.execute("PRAGMA foreign_keys = ON")
+            schema.migrate(self.db)
+        except sqlite3.DatabaseError as exc:
+            self.db.close()
+            if is_damage(exc):
+                raise StoreDamaged(damage_message(self.file, exc)) from exc
+            raise
+
+    @property
+    def ephemeral(self) -> bool:
+        """An in-memory stand-in for a project with no store (see ``empty``): nothing to persist for it."""
+        return self.file == ":memory:"
+
+    @classmethod
+    def empty(cls, project_id: str) -> Store:
+        """An in-memory store with the schema and no events: what a read of a project with no memory sees."""
+        return cls(":memory:", project_id)
 
     def close(self) -> None:
         self.db.close()
@@ -385,17 +537,19 @@ class Store:
                 self.project_id,
                 ts,
                 ts,
-                meta.get("cwd"),
-                meta.get("transcript_path"),
+                _str_or_none(meta.get("cwd")),  # metadata comes from outside: only text goes in these columns
+                _str_or_none(meta.get("transcript_path")),
                 int(event.type == "user_prompt"),
             ),
         )
         if event.type == "session_start":
-            db.execute("UPDATE sessions SET source = ? WHERE id = ?", (meta.get("source"), event.session_id))
+            db.execute(
+                "UPDATE sessions SET source = ? WHERE id = ?", (_str_or_none(meta.get("source")), event.session_id)
+            )
         elif event.type == "session_end":
             db.execute(
                 "UPDATE sessions SET ended_at = ?, end_reason = ? WHERE id = ?",
-                (ts, meta.get("reason"), event.session_id),
+                (ts, _str_or_none(meta.get("reason")), event.session_id),
             )
         elif event.type == "session_summary":
             db.execute("UPDATE sessions SET summary = ? WHERE id = ?", (event.content, event.session_id))
@@ -798,25 +952,36 @@ class Store:
         return out
 
 
+_MAX_WORDS, _MAX_TRIGRAMS, _MAX_SHORT_CJK = 32, 64, 8
+# Past this many whitespace-separated chunks a query has said all it can (its first distinct words are
+# kept): scanning on would make a pasted multi-megabyte prompt cost seconds for nothing.
+_MAX_QUERY_CHUNKS = 4000
+
+
 def parse_query(query: str) -> tuple[list[str], list[str], list[str]]:
     """Split a free-text query into FTS5 word phrases, CJK trigrams and too-short CJK words."""
-    words: list[str] = []
-    trigrams: list[str] = []
-    short_cjk: list[str] = []
-    for raw in query.split():
-        chunk = raw.strip(_CHUNK_STRIP)
+    words: dict[str, None] = {}
+    trigrams: dict[str, None] = {}
+    short_cjk: dict[str, None] = {}
+    for n, match in enumerate(_CHUNK.finditer(query)):
+        if n >= _MAX_QUERY_CHUNKS or (
+            len(words) >= _MAX_WORDS and len(trigrams) >= _MAX_TRIGRAMS and len(short_cjk) >= _MAX_SHORT_CJK
+        ):
+            break
+        chunk = match.group().strip(_CHUNK_STRIP)
         if not chunk:
             continue
         if keys.has_cjk(chunk):
             if len(chunk) < 3:
-                short_cjk.append(chunk)
+                short_cjk[chunk] = None
             else:
-                trigrams.extend(_quote(chunk[i : i + 3]) for i in range(len(chunk) - 2))
+                for i in range(len(chunk) - 2):
+                    trigrams[_quote(chunk[i : i + 3])] = None
             continue
         if chunk.lower() in _STOPWORDS or not any(ch.isalnum() for ch in chunk):
             continue
-        words.append(_quote(chunk))
-    return _unique(words)[:32], _unique(trigrams)[:64], _unique(short_cjk)[:8]
+        words[_quote(chunk)] = None
+    return list(words)[:_MAX_WORDS], list(trigrams)[:_MAX_TRIGRAMS], list(short_cjk)[:_MAX_SHORT_CJK]
 
 
 def _quote(term: str) -> str:
@@ -825,6 +990,10 @@ def _quote(term: str) -> str:
 
 def _unique(items: list[str]) -> list[str]:
     return list(dict.fromkeys(items))
+
+
+def _str_or_none(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _db_size(path: str) -> int:

@@ -157,12 +157,18 @@ def _m5_imports(db: sqlite3.Connection) -> None:
     )
 
 
+def _m6_outbox_claimant(db: sqlite3.Connection) -> None:
+    """Who claimed a job (``host:pid:start``), so jobs of a dead worker are taken back at once."""
+    db.execute("ALTER TABLE outbox ADD COLUMN claimed_by TEXT")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", _m1_initial),
     (2, "citations", _m2_citations),
     (3, "vocab", _m3_vocab),
     (4, "type_seq_index", _m4_type_seq_index),
     (5, "imports", _m5_imports),
+    (6, "outbox_claimant", _m6_outbox_claimant),
 ]
 
 LATEST = MIGRATIONS[-1][0]

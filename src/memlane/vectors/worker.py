@@ -6,7 +6,8 @@
   and marked ``done`` — each step idempotent, so a crash anywhere only means a re-run.
 - A failing batch is retried with exponential backoff (``next_attempt_at``) and marked ``failed``
   after ``vectors.max_attempts``; ``retry_failed`` puts failed jobs back.
-- Jobs left ``processing`` longer than ``vectors.stuck_after_s`` (a crashed worker) are recovered.
+- Each claim records its claimant (``host:pid:start``); jobs of a claimant that is gone (kill -9) are
+  recovered at once, and any job left ``processing`` longer than ``vectors.stuck_after_s`` too.
 - A change of embedding model re-queues every event and drops the old model's tables.
 """
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memlane import paths
+from memlane import paths, proc
 from memlane.embed.passages import passages
 from memlane.memory import Memory
 from memlane.store.keys import now_iso
@@ -99,13 +100,29 @@ def _table(embedder: Any) -> str:
 
 
 def _recover_stuck(memory: Memory) -> int:
+    """Put back jobs whose claimant is gone (at once), or that stayed claimed past ``stuck_after_s``.
+
+    Called with the worker lock held, so no live worker on this host can be mid-batch; the claimant
+    check still matters for a claim whose host cannot be checked (a store on a shared disk), which
+    only the timeout can release.
+    """
     cutoff = _iso(-memory.config.vectors.stuck_after_s)
     with memory.store.write() as db:
-        cur = db.execute(
-            "UPDATE outbox SET status = 'pending', updated_at = ? WHERE status = 'processing' AND updated_at < ?",
+        claimants = [r[0] for r in db.execute("SELECT DISTINCT claimed_by FROM outbox WHERE status = 'processing'")]
+        gone = [c for c in claimants if c is None or proc.claimant_gone(c)]
+        recovered = 0
+        for claimant in gone:
+            recovered += db.execute(
+                "UPDATE outbox SET status = 'pending', claimed_by = NULL, updated_at = ?"
+                " WHERE status = 'processing' AND claimed_by IS ?",
+                (now_iso(), claimant),
+            ).rowcount
+        recovered += db.execute(
+            "UPDATE outbox SET status = 'pending', claimed_by = NULL, updated_at = ?"
+            " WHERE status = 'processing' AND updated_at < ?",
             (now_iso(), cutoff),
-        )
-        return cur.rowcount
+        ).rowcount
+        return recovered
 
 
 def _claim(memory: Memory, size: int) -> list[str]:
@@ -122,9 +139,9 @@ def _claim(memory: Memory, size: int) -> list[str]:
         ]
         if ids:
             db.execute(
-                f"UPDATE outbox SET status = 'processing', updated_at = ? WHERE event_id IN "
+                f"UPDATE outbox SET status = 'processing', claimed_by = ?, updated_at = ? WHERE event_id IN "
                 f"({','.join('?' * len(ids))})",
-                [now, *ids],
+                [proc.identity(), now, *ids],
             )
     return ids
 
@@ -191,11 +208,13 @@ def process_outbox(
     progress: Callable[[int, int], None] | None = None,
 ) -> ProcessReport:
     """Drain (up to ``limit`` jobs of) the project's outbox into its vector index."""
+    report = ProcessReport()
+    if memory.store.ephemeral:
+        return report  # a project with no store: no lock file, no vectors folder, no model to load
     if embedder is None:
         from memlane.embed import get_embedder
 
         embedder = get_embedder(memory.config.embedding)
-    report = ProcessReport()
     lock = WorkerLock(memory.project.id)
     if not lock.acquire():
         report.busy = True
