@@ -22,10 +22,12 @@ read backwards, not by a nested quantifier).
 
 from __future__ import annotations
 
+import math
 import re
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from memlane.config import PrivacyConfig
@@ -150,84 +152,302 @@ def _strip_private(text: str, cfg: PrivacyConfig, result: FilterResult) -> str:
 
 
 # ---- secrets -----------------------------------------------------------------------------------
+#
+# Ported from detect-secrets' ideas rather than imported: its import alone costs ~120 ms (measured,
+# benchmarks/secrets_corpus.py --timing), more than twice a capture hook's whole 50 ms budget. What
+# it does well is kept: known token formats as prefix regexes, keyword assignments (``*_PASSWORD=``)
+# with a placeholder filter, and an entropy check where the key name alone is weak evidence (``*_KEY``).
+# Every rule is a compiled regex, most are gated by a cheap substring test, and none has nested
+# quantifiers, so a hook pays a few milliseconds per 100 KB and no input can backtrack.
 
-_PEM = re.compile(r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----[\s\S]*?(?:-----END [A-Z0-9 ]*PRIVATE KEY-----|\Z)")
-# Well-known token formats, as one alternation so the text is scanned once.
+_PEM = re.compile(
+    r"-----BEGIN (?:[A-Z0-9 ]*PRIVATE KEY|PGP PRIVATE KEY BLOCK)-----[\s\S]*?"
+    r"(?:-----END (?:[A-Z0-9 ]*PRIVATE KEY|PGP PRIVATE KEY BLOCK)-----|\Z)"
+)
+# Well-known token formats, one alternation so the text is scanned once. Each branch starts with a
+# literal prefix, so a failed position costs one character comparison per branch.
 _TOKENS = re.compile(
     r"\b(?:"
     r"sk-ant-[A-Za-z0-9_-]{20,}"  # Anthropic (before OpenAI's sk-)
     r"|sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}"  # OpenAI
-    r"|(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[A-Z0-9]{16}\b"  # AWS access key ids
-    r"|(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,}"  # GitHub
-    r"|glpat-[A-Za-z0-9_-]{20,}"  # GitLab
-    r"|xox[abposr]-[A-Za-z0-9-]{10,}|xapp-[A-Za-z0-9-]{10,}"  # Slack tokens
-    r"|AIza[0-9A-Za-z_-]{35}"  # Google API keys
-    r"|(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}"  # Stripe secret / restricted keys
+    r"|(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|ABIA|ACCA)[A-Z0-9]{16}\b"  # AWS access key ids
+    r"|gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,}"  # GitHub
+    r"|gl(?:pat|dt|rt|ptt|ft|cbt|imt|oas|soat)-[A-Za-z0-9_-]{20,}|GR1348941[A-Za-z0-9_-]{20,}"  # GitLab
+    r"|xox[abposre]-[A-Za-z0-9-]{10,}|xapp-[A-Za-z0-9-]{10,}"  # Slack tokens
+    r"|AIza[0-9A-Za-z_-]{35}|GOCSPX-[A-Za-z0-9_-]{20,}|ya29\.[A-Za-z0-9_-]{20,}"  # Google key, OAuth
+    r"|(?:sk|rk)_(?:live|test)_[0-9A-Za-z]{16,}|whsec_[A-Za-z0-9+/=]{20,}"  # Stripe
+    r"|hf_[A-Za-z0-9]{30,}|api_org_[A-Za-z0-9]{30,}"  # Hugging Face
+    r"|SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}"  # SendGrid
+    r"|npm_[A-Za-z0-9]{36}|pypi-[A-Za-z0-9_-]{50,}"  # npm, PyPI
+    r"|SK[0-9a-fA-F]{32}\b|key-[0-9a-f]{32}\b"  # Twilio API key, Mailgun
+    r"|shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}"  # Shopify
+    r"|do[opr]_v1_[a-f0-9]{64}|HRKU-[A-Za-z0-9_-]{20,}"  # DigitalOcean, Heroku
+    r"|xai-[A-Za-z0-9]{40,}|gsk_[A-Za-z0-9]{40,}|pplx-[A-Za-z0-9]{40,}|r8_[A-Za-z0-9]{30,}"  # AI APIs
+    r"|lin_api_[A-Za-z0-9]{30,}|ntn_[A-Za-z0-9]{30,}|secret_[A-Za-z0-9]{43}\b"  # Linear, Notion
+    r"|hv[sb]\.[A-Za-z0-9_-]{24,}|dp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,}"  # Vault, Doppler
+    r"|pscale_(?:pw|tkn|oauth)_[A-Za-z0-9_.-]{30,}|PMAK-[a-f0-9]{24}-[a-f0-9]{34}"  # PlanetScale, Postman
+    r"|AGE-SECRET-KEY-1[0-9A-Z]{58}|dapi[a-f0-9]{32}\b|NRAK-[A-Z0-9]{27}"  # age, Databricks, New Relic
+    r"|sbp_[a-f0-9]{40}|figd_[A-Za-z0-9_-]{30,}|pul-[a-f0-9]{40}|nfp_[A-Za-z0-9]{36}"  # Supabase … Netlify
+    r"|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|glc_[A-Za-z0-9+/=]{32,}"  # Grafana
+    r"|sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}|EAAA[A-Za-z0-9_-]{60,}|ATATT3[A-Za-z0-9_=-]{100,}"  # Square, Atlassian
+    r"|sntry[su]_[A-Za-z0-9+/=_-]{40,}|LTAI[A-Za-z0-9]{12,20}\b"  # Sentry, Alibaba
     r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"  # JWTs
-    r")|https://hooks\.slack\.com/services/[A-Za-z0-9/_-]+"  # Slack webhooks
+    r")|https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]+"  # Slack webhooks
+    r"|https://discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]+"
 )
+# Formats whose first character is a generic class get their own regex behind a substring gate, so
+# they are not tried at every word boundary of every text.
+_GATED = (
+    (":AA", re.compile(r"(?<![0-9])\d{8,10}:AA[A-Za-z0-9_-]{33}\b")),  # Telegram bot token (also in /bot<token>/)
+    ("Q~", re.compile(r"(?<![\w~.-])[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}")),  # Azure AD client secret
+    ("-us", re.compile(r"\b[0-9a-f]{32}-us\d{1,2}\b")),  # Mailchimp
+    (".atlasv1.", re.compile(r"\b[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}")),  # Terraform Cloud
+    ("1//0", re.compile(r"\b1//0[A-Za-z0-9_-]{30,}")),  # Google OAuth refresh token
+)
+# Discord bot tokens: a base64 user id (M/N/O…), a timestamp, an HMAC. Ungated (bot.run('…') names no
+# "discord"); only word starts with M, N or O are tried.
+_DISCORD = re.compile(r"\b[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}\b")
+# An AWS secret access key has no prefix: 40 base64 characters. Only looked for when the text talks
+# about AWS or secrets, and only mixed-case, digit-bearing, high-entropy runs (not paths, not hex).
+_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])")
 # "Authorization: Bearer xyz", "-H 'Authorization: token xyz'", and a bare "Bearer <long token>".
 _AUTH = re.compile(
-    r"(?i)(\bauthorization\b[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|digest)\s+)([A-Za-z0-9._~+/=-]{6,})"
+    r"(?i)(\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|digest)\s+)([A-Za-z0-9._~+/=-]{6,})"
     r"|(\bbearer\s+)([A-Za-z0-9._~+/-]{16,}=*)"
 )
 # scheme://user:PASSWORD@host
 _URL_CREDS = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@'\"]{0,200}:)([^\s@/'\"]{1,300})(@)")
+# scheme://TOKEN@host: a user part this long is a key (Sentry DSNs, git remotes with a token).
+_URL_TOKEN = re.compile(r"://(?P<v>[A-Za-z0-9_-]{24,})@")
+# Command-line forms. Each has a named group ``v``: the secret.
+_CLI = (
+    # --password VALUE, -storepass VALUE (the --password=VALUE form is a key assignment, below)
+    ("-", re.compile(
+        r"(?<![\w-])--?(?:password|passwd|pass|pwd|token|api-?key|secret|client-secret|auth-token|access-token|"
+        r"storepass|keypass|srcstorepass|deststorepass|key-password|(?:http|proxy|db|admin|root|ftp)-password)"
+        r"[ \t]+[\"']?(?P<v>[^\s\"'-][^\s\"']*)"
+    )),
+    # docker/podman/az login -p VALUE
+    ("login", re.compile(
+        r"\b(?:docker|podman|nerdctl|buildah|skopeo|oras|az|helm registry|crane auth)[ \t]+login\b"
+        r"[^\n|;&]{0,300}?[ \t]-p[ \t]+[\"']?(?P<v>[^\s\"']+)"
+    )),
+    ("sshpass", re.compile(r"\bsshpass[ \t]+-p[ \t]*[\"']?(?P<v>[^\s\"']+)")),
+    # mysql -pVALUE (attached; "-p" alone prompts). -P is the port.
+    ("mysql", re.compile(r"\bmysql\w*\b[^\n|;&]{0,300}?[ \t]-p[\"']?(?P<v>[^\s\"'-][^\s\"']*)")),
+    ("mongo", re.compile(r"\bmongo\w*\b[^\n|;&]{0,300}?[ \t]-p[ \t]+[\"']?(?P<v>[^\s\"'-][^\s\"']*)")),
+    ("redis-cli", re.compile(r"\bredis-cli\b[^\n|;&]{0,300}?[ \t]-a[ \t]+[\"']?(?P<v>[^\s\"']+)")),
+    ("ldap", re.compile(r"\bldap\w+\b[^\n|;&]{0,300}?[ \t]-w[ \t]+[\"']?(?P<v>[^\s\"']+)")),
+    # curl -u user:pass, httpie -a user:pass, wget/xh alike
+    ("-", re.compile(
+        r"(?:[ \t]-u|[ \t]--user|[ \t]-a|[ \t]--auth)[ \t=]+[\"']?[^\s:\"']{1,100}:(?P<v>[^\s\"']+)"
+    )),
+    ("smbclient", re.compile(r"\bsmbclient\b[^\n|;&]{0,300}?[ \t]-U[ \t]+[\"']?[^\s%\"']{1,100}%(?P<v>[^\s\"']+)")),
+)
+# Password hashes in htpasswd / shadow lines.
+_HASH_LINE = re.compile(
+    r"(?m)^[\w.@-]{1,100}:(?P<v>\$(?:apr1|2[abxy]?|1|5|6|7|y|gy|argon2(?:id|i|d))\$[^\s:]{8,}"
+    r"|\{S?SHA\}[A-Za-z0-9+/]{20,}={0,2})"
+)
+# ~/.pgpass: host:port:database:user:password
+_PGPASS = re.compile(r"(?m)^[\w.*-]{1,200}:(?:\d{1,5}|\*):[\w.*-]{1,200}:[^\s:]{1,200}:(?P<v>\S+)$")
+# .netrc: "machine host login me password VALUE" (on one line or across lines)
+_NETRC = re.compile(r"(?:\bmachine|\blogin)[ \t]+\S+\s+(?:login[ \t]+\S+\s+)?password[ \t]+(?P<v>\S+)")
+# Azure SAS signatures in URLs and connection strings.
+_SAS = re.compile(r"[?&;]sig=(?P<v>[A-Za-z0-9%+/=]{16,})")
+# <password>VALUE</password>, and .NET's <add key="ApiKey" value="VALUE" />.
+_XML = re.compile(
+    r"(?i)<(?P<k>[\w:.-]{0,40}(?:password|passwd|secret|token|apikey|api_key|accesskey|secretkey)[\w.-]{0,40})>"
+    r"(?P<v>[^<\s][^<]{0,500})</"
+    r"|(?i:key)=\"[^\"]{0,60}(?:password|passwd|secret|token|apikey|api_key|accesskey|secretkey)[^\"]{0,60}\""
+    r"\s+(?i:value)=\"(?P<v2>[^\"]+)\""
+)
+# Prose: "my password is hunter2", "the token for staging was …", "the AWS secret key is …".
+_PROSE = re.compile(  # matched against the lower-cased text
+    r"\b(?P<k>pass ?word|passphrase|passcode|passwd|pwd|pin|secret(?: access)?(?: key)?|access key|api key|"
+    r"api token|token|key)"
+    r"(?: (?:for|of|to|on) [^\n]{1,60}?)? (?:is|was|is now|remains|=|:|to)[ \t]*[:=]?[ \t]*[\"'`]?(?P<v>[^\s\"'`]+)"
+)
+_PASSWORDISH = ("pass", "pwd", "pin")
+# "login with user admin, password Tr0ub4dor&3", "use API key G34u… for": no verb, so the value itself
+# must look made-up (a password) or random (a key).
+_PW_BARE = re.compile(
+    r"(?i)\b(?P<k>password|passwd|pwd|passphrase|api[ _-]?key|token|secret|key)[ \t]+[\"'`]?(?P<v>[^\s\"'`]{6,})"
+)
+# An Azure storage account key: 64 random bytes in base64, only where the text is about Azure.
+_AZURE_KEY = re.compile(r"(?<![A-Za-z0-9+/-])(?P<v>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])")
 # A secret word ending a key name, then the separator: the key is read backwards from here.
 _KEY_END = re.compile(  # matched against the lower-cased text (IGNORECASE would defeat re's prefix scan)
-    r"(password|passwd|pwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|"
-    r"private[_-]?key|signing[_-]?key|session[_-]?key|auth[_-]?key|credentials?)"
+    r"(password|passwd|passphrase|passcode|pass|pwd|secret[_-]?key[_-]?base|secret[_-]?key|secret|token|api[_-]?key|apikey|"
+    r"access[_-]?key|private[_-]?key|signing[_-]?key|session[_-]?key|auth[_-]?key|encryption[_-]?key|"
+    r"master[_-]?key|account[_-]?key|shared[_-]?access[_-]?key|key[_-]?data|credentials?|auth|pat|key)"
     r"(?P<sep>[\"']?[ \t]*(?::|=>|=)[ \t]*)"
     r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s\"',;}{)\]]+))?"
 )
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _NULLISH = frozenset({"null", "none", "nil", "true", "false", "undefined", "''", '""', "redacted"})
+_STRONG_WORDS = (
+    r"password|passwd|passphrase|passcode|pass|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|"
+    r"secret[_-]?key|private[_-]?key|signing[_-]?key|session[_-]?key|auth[_-]?key|encryption[_-]?key|"
+    r"master[_-]?key|account[_-]?key|shared[_-]?access[_-]?key|key[_-]?data|credentials?|secret[_-]?key[_-]?base"
+)
+# Strong key names: any non-placeholder value is a secret. ``PGPASSWORD``/``csrftoken`` end in the
+# word without a separator; ``bypass``/``monkeypwd`` do not count (short words need the separator).
 _SECRET_KEY = re.compile(
-    r"(?i)(?:^|[_.-])(password|passwd|pwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key|"
-    r"secret[_-]?key|private[_-]?key|signing[_-]?key|session[_-]?key|auth[_-]?key|credentials?)$"
+    rf"(?i)(?:^|[_.-])(?:{_STRONG_WORDS})$|(?:password|passwd|passphrase|secret|apikey|token)$"
+)
+# Weak key names (``ENCRYPTION_KEY`` is strong; ``sort_key``, ``auth`` need a high-entropy value).
+_WEAK_KEY = re.compile(r"(?i)(?:^|[_.-])(?:key|auth|pat)$")
+# Values that are words about the secret, not the secret ("password: required", "token is invalid").
+_STOP = frozenset(
+    "a an the is are was be been being not no to too of for in on at by and or with without from it this that "
+    "these those my your our their his her its same different must should can cannot will required optional "
+    "needed mandatory missing empty blank invalid incorrect wrong correct valid expired revoked reset changed "
+    "set unset stored saved hidden masked encrypted hashed protected shown printed leaked exposed rotated "
+    "sent generated used weak strong long short here there below above again also only still now just "
+    "string str int bool boolean text type field value input hidden secret password token key flag option "
+    "argument parameter env environment variable file prompt stdin please ok yes auto default sample example "
+    "test dummy placeholder changeme xxx tbd todo fixme unknown await new function lambda yield async".split()
 )
 
 
 def is_secret_key(name: str) -> bool:
     """Does a key name denote a secret (``DB_PASSWORD``, ``apiKey``) rather than, say, ``max_tokens``?"""
+    return _key_tier(name) == 1
+
+
+def _key_tier(name: str) -> int:
+    """1: the key names a secret; 2: it may (``*_KEY``: the value must look random); 0: not a secret."""
     name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name.strip())  # camelCase → snake_case
-    return _SECRET_KEY.search(name) is not None
+    if _SECRET_KEY.search(name):
+        return 1
+    return 2 if _WEAK_KEY.search(name) else 0
 
 
 def _placeholder(value: str, marker: str) -> bool:
     v = value.strip()
-    if len(v) < 3 or v.lower() in _NULLISH or v.isdigit() or marker in v or v == marker[:-1]:
+    low = v.lower()
+    if len(v) < 3 or low in _NULLISH or v.isdigit() or marker in v or v == marker[:-1]:
         return True
-    if v.startswith(("${", "$(", "{{", "<", "%(", "process.env", "os.environ", "os.getenv", "getenv(", "env(")):
+    if v.startswith(("${", "$(", "{{", "<", "%(", "%s", "{}", "[", "process.env", "os.environ", "os.getenv")):
         return True
-    if v.startswith("$") and v[1:].replace("_", "").isalnum():
+    if v.startswith("$") and v[1:].replace("_", "").replace("{", "").replace("}", "").isalnum():
         return True  # $TOKEN: a variable, not the secret
-    return set(v) <= {"*", "x", "X", "•", "."}  # already masked
+    if low.startswith(("your", "my-", "my_", "insert", "enter", "replace", "put-", "put_", "<")):
+        return True  # your-api-key-here, my_secret_here, replace-me
+    if low.endswith(("here", "_me", "-me")) or "changeme" in low or "placeholder" in low or "xxxx" in low:
+        return True
+    if v.endswith(("...", "…")):
+        return True  # sk_test_... : an elided example
+    if len(set(low)) <= 2:
+        return True  # ****, xxxxxxxx, 00000000, ........
+    return _code_like(v)
+
+
+def _code_like(v: str) -> bool:
+    """``getpass.getpass()``, ``os.getenv(…)``, ``self.password``, ``Optional[str]``: code, not a value."""
+    i = 0
+    n = len(v)
+    while i < n and (v[i].isalnum() or v[i] in "_."):
+        i += 1
+    ident = v[:i]
+    if not ident or ident[0].isdigit():
+        return False
+    if i < n and v[i] in "([":
+        return True  # a call or an index
+    parts = ident.split(".")
+    return i == n and len(parts) > 1 and all(p and not any(c.isdigit() for c in p) for p in parts) and ident[0].islower()
+
+
+def _path_like(v: str) -> bool:
+    """``/home/x``, ``~/.ssh/id_rsa``: a path (``PWD=``, ``SSL_KEY=``). Random base64 is as upper as lower."""
+    if not v.startswith(("/", "~/", "./", "../")) or "+" in v or "=" in v:
+        return False
+    upper = sum(c.isupper() for c in v)
+    lower = sum(c.islower() for c in v)
+    return lower >= 3 * upper
+
+
+def _entropy(v: str) -> float:
+    counts: dict[str, int] = {}
+    for c in v:
+        counts[c] = counts.get(c, 0) + 1
+    n = len(v)
+    return -sum(k / n * math.log2(k / n) for k in counts.values())
+
+
+def _random_looking(v: str, min_len: int = 12, min_entropy: float = 3.0) -> bool:
+    """detect-secrets' entropy idea: a value of mixed character classes with high Shannon entropy."""
+    if len(v) < min_len or _path_like(v) or _code_like(v):
+        return False
+    classes = any(c.islower() for c in v) + any(c.isupper() for c in v) + any(c.isdigit() for c in v)
+    classes += any(not c.isalnum() for c in v)
+    return classes >= 2 and _entropy(v) >= min_entropy
+
+
+def _plain_word(v: str) -> bool:
+    return v.isalpha() and v.islower()
+
+
+def _prose_after(text: str, end: int) -> bool:
+    """Is the value followed, on its line, by another lower-case word ("Password: must be at least…")?"""
+    j = end
+    while j < len(text) and text[j] in " \t":
+        j += 1
+    return j > end and j < len(text) and text[j].isalpha() and text[j].islower()
+
+
+def _secret_value(text: str, vs: int, ve: int, tier: int, colon: bool, marker: str, pin: bool) -> bool:
+    value = text[vs:ve]
+    if pin and value.isdigit() and len(value) >= 6:
+        return True  # PGPASSWORD=20240117: digits, but under a password key a password all the same
+    if _placeholder(value, marker) or _path_like(value):
+        return False
+    if tier == 2:
+        return _random_looking(value)
+    if _plain_word(value.rstrip(".,!?")):
+        if value.rstrip(".,!?") in _STOP:
+            return False
+        if colon and _prose_after(text, ve):
+            return False  # "invalid token: jwt expired"
+    return True
 
 
 def _key_values(text: str, marker: str, result: FilterResult) -> str:
     out: list[str] = []
     last = 0
-    lowered = text.lower()
-    if len(lowered) != len(text):  # a few characters change length when lower-cased; keep offsets right
-        lowered = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    lowered = _lower(text)
     for m in _KEY_END.finditer(lowered):
         start = m.start()
-        # The secret word as the tail of a longer word ("monkeypwd") is not a key; camelCase apiKey is.
-        if start > 0 and text[start - 1].isalnum() and not text[start].isupper():
+        word = m.group(1)
+        # The secret word as the tail of a longer word ("monkeypwd", "bypass") is not a key; camelCase
+        # apiKey is, and so is anything ending in "password" (PGPASSWORD, keystorepassword).
+        if (
+            start > 0
+            and text[start - 1].isalnum()
+            and not text[start].isupper()
+            and not word.startswith(("password", "passwd", "passphrase"))
+        ):
             continue
         key_start = start
         while key_start > 0 and text[key_start - 1] in _KEY_CHARS and start - key_start < 100:
             key_start -= 1
         key = text[key_start : m.end(1)].lstrip("-.")
-        if not is_secret_key(key):
+        tier = _key_tier(key)
+        if not tier:
             continue
+        if key in ("PWD", "OLDPWD") and text[m.end() : m.end() + 1] in ("/", "~"):
+            continue  # the shell's working directory in `env` output
         group = "dq" if m.group("dq") is not None else "sq" if m.group("sq") is not None else "bare"
         if m.group(group) is None:
             continue
         vs, ve = m.span(group)
-        value = text[vs:ve]  # from the original text: the match ran on its lower-cased copy
-        if _placeholder(value, marker):
+        if group == "bare":
+            amp = text.find("&", vs, ve)  # a query string: ?user=x&password=y&sslmode=…
+            if amp > 0 and "=" in text[amp:ve]:
+                ve = amp
+        colon = ":" in m.group("sep") and group == "bare"
+        if not _secret_value(text, vs, ve, tier, colon, marker, word.startswith(_PASSWORDISH)):
             continue
         out.append(text[last:vs])
         out.append(marker)
@@ -238,6 +458,13 @@ def _key_values(text: str, marker: str, result: FilterResult) -> str:
         return text
     out.append(text[last:])
     return "".join(out)
+
+
+def _lower(text: str) -> str:
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a few characters change length when lower-cased; keep offsets right
+        lowered = "".join(c if len(c.lower()) != 1 else c.lower() for c in text)
+    return lowered
 
 
 def _sub(pattern: re.Pattern[str], text: str, marker: str, result: FilterResult, keep: tuple[int, ...] = ()) -> str:
@@ -258,10 +485,81 @@ def _sub(pattern: re.Pattern[str], text: str, marker: str, result: FilterResult,
     return pattern.sub(repl, text)
 
 
+def _sub_group(
+    pattern: re.Pattern[str],
+    text: str,
+    marker: str,
+    result: FilterResult,
+    check: Callable[[str, re.Match[str]], bool] | None = None,
+    source: str | None = None,
+) -> str:
+    """Replace the ``v`` (or ``v2``) group of each match whose value passes ``check``.
+
+    ``source`` is the text the pattern ran on when it is not ``text`` itself (the lower-cased copy):
+    offsets are the same, values are read from ``text``.
+    """
+    out: list[str] = []
+    last = 0
+    for m in pattern.finditer(source if source is not None else text):
+        name = "v" if m.group("v") is not None else "v2"
+        vs, ve = m.span(name)
+        if vs < last:
+            continue
+        value = text[vs:ve]
+        if _placeholder(value, marker) or (check is not None and not check(value, m)):
+            continue
+        out.append(text[last:vs])
+        out.append(marker)
+        result.secrets_redacted += 1
+        result.chars_filtered += ve - vs
+        last = ve
+    if not out:
+        return text
+    out.append(text[last:])
+    return "".join(out)
+
+
+def _not_a_word(value: str, m: re.Match[str]) -> bool:
+    """A flag's value that is a plain English word ("--token flag") is prose, not a secret."""
+    return value.rstrip(".,!?") not in _STOP
+
+
+def _prose_secret(text: str) -> Callable[[str, re.Match[str]], bool]:
+    def check(value: str, m: re.Match[str]) -> bool:
+        v = value.rstrip(".,!?;:)")
+        if m.group("k").startswith(_PASSWORDISH):
+            if _plain_word(v):  # "my password is sunshine." yes; "the password is required" no
+                return v not in _STOP and not v.endswith(("ed", "ing", "ly")) and not _prose_after(text, m.end("v"))
+            return len(v) >= 4
+        return _random_looking(v, min_len=16, min_entropy=3.2)
+
+    return check
+
+
+def _made_up(value: str, m: re.Match[str]) -> bool:
+    """A password-looking value: letters with digits or symbols, not a word, path, number or code."""
+    v = value.rstrip(".,!?;:)")
+    if not m.group("k").lower().startswith(("pass", "pwd")):
+        return _random_looking(v, min_len=16, min_entropy=3.2)
+    has_alpha = any(c.isalpha() for c in v)
+    has_other = any(not c.isalpha() for c in v)
+    return len(v) >= 6 and has_alpha and has_other and not _path_like(v) and "://" not in v and "=" not in v
+
+
+def _aws_secret(value: str, m: re.Match[str]) -> bool:
+    return (
+        any(c.isupper() for c in value)
+        and any(c.islower() for c in value)
+        and any(c.isdigit() for c in value)
+        and _entropy(value) >= 4.0
+    )
+
+
 _extra_cache: dict[tuple[str, ...], tuple[list[re.Pattern[str]], list[str]]] = {}
 
 
-def _extra(patterns: list[str]) -> tuple[list[re.Pattern[str]], list[str]]:
+def compile_extra(patterns: list[str]) -> tuple[list[re.Pattern[str]], list[str]]:
+    """The user's ``privacy.extra_patterns``, compiled; invalid ones are skipped with a warning each."""
     key = tuple(patterns)
     if key not in _extra_cache:
         compiled, warnings = [], []
@@ -279,13 +577,40 @@ def _redact(text: str, cfg: PrivacyConfig, result: FilterResult) -> str:
     if "PRIVATE KEY" in text:
         text = _sub(_PEM, text, marker, result)
     text = _sub(_TOKENS, text, marker, result)
+    for gate, pattern in _GATED:
+        if gate in text:
+            text = _sub(pattern, text, marker, result)
+    lowered = _lower(text)
+    if "." in text:
+        text = _sub(_DISCORD, text, marker, result)
     if "://" in text:
         text = _sub(_URL_CREDS, text, marker, result, keep=(1, 3))
-    lowered = text.lower()
+        text = _sub_group(_URL_TOKEN, text, marker, result)
     if "bearer" in lowered or "authorization" in lowered:
         text = _sub(_AUTH, text, marker, result, keep=(1,))
+    if "sig=" in text:
+        text = _sub_group(_SAS, text, marker, result)
+    for gate, pattern in _CLI:
+        if gate in text:
+            text = _sub_group(pattern, text, marker, result, _not_a_word)
+    if ":$" in text or ":{S" in text:
+        text = _sub_group(_HASH_LINE, text, marker, result)
+    if "password" in lowered:
+        text = _sub_group(_NETRC, text, marker, result)
+    if "</" in text or 'value="' in text:
+        text = _sub_group(_XML, text, marker, result)
+    if text.count(":") >= 4:
+        text = _sub_group(_PGPASS, text, marker, result)
+    if "aws" in lowered or "secret" in lowered:
+        text = _sub_group(_AWS_SECRET, text, marker, result, _aws_secret)
+    if "azure" in lowered or "windows.net" in lowered or "az " in lowered:
+        text = _sub_group(_AZURE_KEY, text, marker, result)
+    if "pass" in lowered or "pwd" in lowered or "key" in lowered or "token" in lowered or "secret" in lowered:
+        text = _sub_group(_PW_BARE, text, marker, result, _made_up)
+    lowered = _lower(text)
+    text = _sub_group(_PROSE, text, marker, result, _prose_secret(text), source=lowered)
     text = _key_values(text, marker, result)
-    compiled, warnings = _extra(cfg.extra_patterns)
+    compiled, warnings = compile_extra(cfg.extra_patterns)
     result.warnings.extend(warnings)
     for pattern in compiled:
         text = _sub(pattern, text, marker, result)
