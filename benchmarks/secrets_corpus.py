@@ -46,8 +46,10 @@ def pieces(secret: str, size: int = 8) -> list[str]:
     return out
 
 
-def leaked(secret: str, filtered: str) -> bool:
-    return any(p in filtered for p in pieces(secret))
+def leaked(secret: str, original: str, filtered: str) -> bool:
+    """Does any piece of the secret remain (more often than the rest of the original text has it)?"""
+    rest = original.replace(secret, "\0")
+    return any(filtered.count(p) > rest.count(p) for p in pieces(secret))
 
 
 def detect_secrets_hits(texts: list[str]) -> list[bool]:
@@ -72,8 +74,11 @@ def timing() -> None:
             runs.append(float(res.stdout.strip() or "nan"))
         return sorted(runs)[len(runs) // 2]
 
-    print(f"import re + memlane.privacy (median of 7): {import_ms('import re; import memlane.privacy'):.1f} ms")
-    print(f"import memlane.privacy after re:            {import_ms('import re; t=time.perf_counter(); import memlane.privacy'):.1f} ms")
+    both = import_ms("import re; import memlane.privacy")
+    # the second statement restarts the clock: only the module's own regex compilation is timed
+    own = import_ms("import re; t=time.perf_counter(); import memlane.privacy")
+    print(f"import re + memlane.privacy (median of 7): {both:.1f} ms")
+    print(f"import memlane.privacy after re:            {own:.1f} ms")
     try:
         import detect_secrets  # noqa: F401
 
@@ -111,7 +116,7 @@ def main() -> None:
         out = filter_text(row["text"], cfg).text
         stats = per_kind[row["kind"]]
         stats[0] += 1
-        if leaked(row["secret"], out):
+        if leaked(row["secret"], row["text"], out):
             misses.append((row, out))
         else:
             stats[1] += 1
@@ -147,7 +152,11 @@ def main() -> None:
         extra = f" | {dsbad}" if ds else ""
         print(f"| {kind} | {n} | {bad}{extra} |")
     total_bad = sum(v[1] for v in neg_kind.values())
-    extra = f" | {sum(v[2] for v in neg_kind.values())} ({sum(v[2] for v in neg_kind.values()) / len(neg):.1%})" if ds else ""
+    extra = (
+        f" | {sum(v[2] for v in neg_kind.values())} ({sum(v[2] for v in neg_kind.values()) / len(neg):.1%})"
+        if ds
+        else ""
+    )
     print(f"| **all** | {len(neg)} | {total_bad} ({total_bad / len(neg):.1%}){extra} |")
 
     if args.show_misses:

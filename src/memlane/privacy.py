@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 class FilterResult:
     """The filtered text and what was removed from it."""
 
-    __slots__ = ("chars_filtered", "private_sections", "secrets_redacted", "text", "warnings")
+    __slots__ = ("chars_filtered", "found", "private_sections", "secrets_redacted", "text", "warnings")
 
     def __init__(
         self,
@@ -51,6 +51,8 @@ class FilterResult:
         self.secrets_redacted = secrets_redacted
         self.chars_filtered = chars_filtered
         self.warnings = warnings if warnings is not None else []
+        # (kind, secret) of each redaction, only when asked for (``detect``): the hooks never keep them.
+        self.found: list[tuple[str, str]] | None = None
 
     def add(self, other: FilterResult) -> None:
         self.private_sections += other.private_sections
@@ -163,6 +165,7 @@ def _strip_private(text: str, cfg: PrivacyConfig, result: FilterResult) -> str:
 _PEM = re.compile(
     r"-----BEGIN (?:[A-Z0-9 ]*PRIVATE KEY|PGP PRIVATE KEY BLOCK)-----[\s\S]*?"
     r"(?:-----END (?:[A-Z0-9 ]*PRIVATE KEY|PGP PRIVATE KEY BLOCK)-----|\Z)"
+    r"|Private-Lines: \d+\r?\n(?:[A-Za-z0-9+/=]+\r?\n)*[A-Za-z0-9+/=]*"  # PuTTY .ppk
 )
 # Well-known token formats, one alternation so the text is scanned once. Each branch starts with a
 # literal prefix, so a failed position costs one character comparison per branch.
@@ -190,7 +193,7 @@ _TOKENS = re.compile(
     r"|sbp_[a-f0-9]{40}|figd_[A-Za-z0-9_-]{30,}|pul-[a-f0-9]{40}|nfp_[A-Za-z0-9]{36}"  # Supabase … Netlify
     r"|glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|glc_[A-Za-z0-9+/=]{32,}"  # Grafana
     r"|sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}|EAAA[A-Za-z0-9_-]{60,}|ATATT3[A-Za-z0-9_=-]{100,}"  # Square, Atlassian
-    r"|sntry[su]_[A-Za-z0-9+/=_-]{40,}|LTAI[A-Za-z0-9]{12,20}\b"  # Sentry, Alibaba
+    r"|sntry[su]_[A-Za-z0-9+/=_-]{40,}|LTAI[A-Za-z0-9]{12,20}\b|rubygems_[a-f0-9]{48}"  # Sentry, Alibaba, RubyGems
     r"|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"  # JWTs
     r")|https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]+"  # Slack webhooks
     r"|https://discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]+"
@@ -222,16 +225,22 @@ _URL_TOKEN = re.compile(r"://(?P<v>[A-Za-z0-9_-]{24,})@")
 # Command-line forms. Each has a named group ``v``: the secret.
 _CLI = (
     # --password VALUE, -storepass VALUE (the --password=VALUE form is a key assignment, below)
-    ("-", re.compile(
-        r"(?<![\w-])--?(?:password|passwd|pass|pwd|token|api-?key|secret|client-secret|auth-token|access-token|"
-        r"storepass|keypass|srcstorepass|deststorepass|key-password|(?:http|proxy|db|admin|root|ftp)-password)"
-        r"[ \t]+[\"']?(?P<v>[^\s\"'-][^\s\"']*)"
-    )),
+    (
+        "-",
+        re.compile(
+            r"(?<![\w-])--?(?:password|passwd|pass|pwd|token|api-?key|secret|client-secret|auth-token|access-token|"
+            r"storepass|keypass|srcstorepass|deststorepass|key-password|(?:http|proxy|db|admin|root|ftp)-password)"
+            r"[ \t]+[\"']?(?P<v>[^\s\"'-][^\s\"']*)"
+        ),
+    ),
     # docker/podman/az login -p VALUE
-    ("login", re.compile(
-        r"\b(?:docker|podman|nerdctl|buildah|skopeo|oras|az|helm registry|crane auth)[ \t]+login\b"
-        r"[^\n|;&]{0,300}?[ \t]-p[ \t]+[\"']?(?P<v>[^\s\"']+)"
-    )),
+    (
+        "login",
+        re.compile(
+            r"\b(?:docker|podman|nerdctl|buildah|skopeo|oras|az|helm registry|crane auth)[ \t]+login\b"
+            r"[^\n|;&]{0,300}?[ \t]-p[ \t]+[\"']?(?P<v>[^\s\"']+)"
+        ),
+    ),
     ("sshpass", re.compile(r"\bsshpass[ \t]+-p[ \t]*[\"']?(?P<v>[^\s\"']+)")),
     # mysql -pVALUE (attached; "-p" alone prompts). -P is the port.
     ("mysql", re.compile(r"\bmysql\w*\b[^\n|;&]{0,300}?[ \t]-p[\"']?(?P<v>[^\s\"'-][^\s\"']*)")),
@@ -239,9 +248,9 @@ _CLI = (
     ("redis-cli", re.compile(r"\bredis-cli\b[^\n|;&]{0,300}?[ \t]-a[ \t]+[\"']?(?P<v>[^\s\"']+)")),
     ("ldap", re.compile(r"\bldap\w+\b[^\n|;&]{0,300}?[ \t]-w[ \t]+[\"']?(?P<v>[^\s\"']+)")),
     # curl -u user:pass, httpie -a user:pass, wget/xh alike
-    ("-", re.compile(
-        r"(?:[ \t]-u|[ \t]--user|[ \t]-a|[ \t]--auth)[ \t=]+[\"']?[^\s:\"']{1,100}:(?P<v>[^\s\"']+)"
-    )),
+    ("-", re.compile(r"(?:[ \t]-u|[ \t]--user|[ \t]-a|[ \t]--auth)[ \t=]+[\"']?[^\s:\"']{1,100}:(?P<v>[^\s\"']+)")),
+    ("SecureString", re.compile(r"ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?[\"'](?P<v>[^\"'\n]+)[\"']")),
+    ("http-basic", re.compile(r"\bpoetry[ \t]+config[ \t]+http-basic\.\S+[ \t]+\S+[ \t]+[\"']?(?P<v>[^\s\"']+)")),
     ("smbclient", re.compile(r"\bsmbclient\b[^\n|;&]{0,300}?[ \t]-U[ \t]+[\"']?[^\s%\"']{1,100}%(?P<v>[^\s\"']+)")),
 )
 # Password hashes in htpasswd / shadow lines.
@@ -278,7 +287,7 @@ _PW_BARE = re.compile(
 _AZURE_KEY = re.compile(r"(?<![A-Za-z0-9+/-])(?P<v>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])")
 # A secret word ending a key name, then the separator: the key is read backwards from here.
 _KEY_END = re.compile(  # matched against the lower-cased text (IGNORECASE would defeat re's prefix scan)
-    r"(password|passwd|passphrase|passcode|pass|pwd|secret[_-]?key[_-]?base|secret[_-]?key|secret|token|api[_-]?key|apikey|"
+    r"(password|passwd|passphrase|passcode|pass|pwd|pw|secret[_-]?key[_-]?base|secret[_-]?key|secret|token|api[_-]?key|apikey|"
     r"access[_-]?key|private[_-]?key|signing[_-]?key|session[_-]?key|auth[_-]?key|encryption[_-]?key|"
     r"master[_-]?key|account[_-]?key|shared[_-]?access[_-]?key|key[_-]?data|credentials?|auth|pat|key)"
     r"(?P<sep>[\"']?[ \t]*(?::|=>|=)[ \t]*)"
@@ -287,27 +296,30 @@ _KEY_END = re.compile(  # matched against the lower-cased text (IGNORECASE would
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _NULLISH = frozenset({"null", "none", "nil", "true", "false", "undefined", "''", '""', "redacted"})
 _STRONG_WORDS = (
-    r"password|passwd|passphrase|passcode|pass|pwd|secret|token|api[_-]?key|apikey|access[_-]?key|"
+    r"password|passwd|passphrase|passcode|pass|pwd|pw|secret|token|api[_-]?key|apikey|access[_-]?key|"
     r"secret[_-]?key|private[_-]?key|signing[_-]?key|session[_-]?key|auth[_-]?key|encryption[_-]?key|"
     r"master[_-]?key|account[_-]?key|shared[_-]?access[_-]?key|key[_-]?data|credentials?|secret[_-]?key[_-]?base"
 )
 # Strong key names: any non-placeholder value is a secret. ``PGPASSWORD``/``csrftoken`` end in the
 # word without a separator; ``bypass``/``monkeypwd`` do not count (short words need the separator).
-_SECRET_KEY = re.compile(
-    rf"(?i)(?:^|[_.-])(?:{_STRONG_WORDS})$|(?:password|passwd|passphrase|secret|apikey|token)$"
-)
+_SECRET_KEY = re.compile(rf"(?i)(?:^|[_.-])(?:{_STRONG_WORDS})$|(?:password|passwd|passphrase|secret|apikey|token)$")
 # Weak key names (``ENCRYPTION_KEY`` is strong; ``sort_key``, ``auth`` need a high-entropy value).
 _WEAK_KEY = re.compile(r"(?i)(?:^|[_.-])(?:key|auth|pat)$")
 # Values that are words about the secret, not the secret ("password: required", "token is invalid").
 _STOP = frozenset(
-    "a an the is are was be been being not no to too of for in on at by and or with without from it this that "
-    "these those my your our their his her its same different must should can cannot will required optional "
-    "needed mandatory missing empty blank invalid incorrect wrong correct valid expired revoked reset changed "
-    "set unset stored saved hidden masked encrypted hashed protected shown printed leaked exposed rotated "
-    "sent generated used weak strong long short here there below above again also only still now just "
-    "string str int bool boolean text type field value input hidden secret password token key flag option "
-    "argument parameter env environment variable file prompt stdin please ok yes auto default sample example "
-    "test dummy placeholder changeme xxx tbd todo fixme unknown await new function lambda yield async".split()
+    " ".join(
+        [
+            "a an the is are was be been being not no to too of for in on at by and or with without from it",
+            "this that these those my your our their his her its same different must should can cannot will",
+            "required optional needed mandatory missing empty blank invalid incorrect wrong correct valid",
+            "expired revoked reset changed set unset stored saved hidden masked encrypted hashed protected",
+            "shown printed leaked exposed rotated sent generated used weak strong long short here there",
+            "below above again also only still now just string str int bool boolean text type field value",
+            "input hidden secret password token key flag option argument parameter env environment variable",
+            "file prompt stdin please ok yes auto default sample example test dummy placeholder changeme xxx",
+            "tbd todo fixme unknown await new function lambda yield async",
+        ]
+    ).split()
 )
 
 
@@ -329,7 +341,7 @@ def _placeholder(value: str, marker: str) -> bool:
     low = v.lower()
     if len(v) < 3 or low in _NULLISH or v.isdigit() or marker in v or v == marker[:-1]:
         return True
-    if v.startswith(("${", "$(", "{{", "<", "%(", "%s", "{}", "[", "process.env", "os.environ", "os.getenv")):
+    if v.startswith(("${", "$(", "{{", "<", "%(", "%s", "{}", "[", "!", "process.env", "os.environ", "os.getenv")):
         return True
     if v.startswith("$") and v[1:].replace("_", "").replace("{", "").replace("}", "").isalnum():
         return True  # $TOKEN: a variable, not the secret
@@ -356,7 +368,9 @@ def _code_like(v: str) -> bool:
     if i < n and v[i] in "([":
         return True  # a call or an index
     parts = ident.split(".")
-    return i == n and len(parts) > 1 and all(p and not any(c.isdigit() for c in p) for p in parts) and ident[0].islower()
+    return (
+        i == n and len(parts) > 1 and all(p and not any(c.isdigit() for c in p) for p in parts) and ident[0].islower()
+    )
 
 
 def _path_like(v: str) -> bool:
@@ -438,6 +452,8 @@ def _key_values(text: str, marker: str, result: FilterResult) -> str:
             continue
         if key in ("PWD", "OLDPWD") and text[m.end() : m.end() + 1] in ("/", "~"):
             continue  # the shell's working directory in `env` output
+        if key == "PASS" and ":" in m.group("sep"):
+            continue  # "--- PASS: TestParse (0.00s)": a test runner, not REDIS_PASS
         group = "dq" if m.group("dq") is not None else "sq" if m.group("sq") is not None else "bare"
         if m.group(group) is None:
             continue
@@ -451,13 +467,19 @@ def _key_values(text: str, marker: str, result: FilterResult) -> str:
             continue
         out.append(text[last:vs])
         out.append(marker)
-        result.secrets_redacted += 1
-        result.chars_filtered += ve - vs
+        _count(result, f"{key} assignment", text[vs:ve])
         last = ve
     if not out:
         return text
     out.append(text[last:])
     return "".join(out)
+
+
+def _count(result: FilterResult, kind: str, secret: str) -> None:
+    result.secrets_redacted += 1
+    result.chars_filtered += len(secret)
+    if result.found is not None:
+        result.found.append((kind, secret))
 
 
 def _lower(text: str) -> str:
@@ -467,7 +489,14 @@ def _lower(text: str) -> str:
     return lowered
 
 
-def _sub(pattern: re.Pattern[str], text: str, marker: str, result: FilterResult, keep: tuple[int, ...] = ()) -> str:
+def _sub(
+    pattern: re.Pattern[str],
+    text: str,
+    marker: str,
+    result: FilterResult,
+    keep: tuple[int, ...] = (),
+    kind: str = "secret",
+) -> str:
     def repl(m: re.Match[str]) -> str:
         if keep:  # keep the named prefix/suffix groups, replace the secret group
             groups = [g for g in range(1, (m.lastindex or 0) + 1) if m.group(g) is not None]
@@ -475,11 +504,9 @@ def _sub(pattern: re.Pattern[str], text: str, marker: str, result: FilterResult,
             suffix = m.group(groups[2]) if len(groups) > 2 else ""
             if _placeholder(secret, marker):
                 return m.group(0)
-            result.secrets_redacted += 1
-            result.chars_filtered += len(secret)
+            _count(result, kind, secret)
             return f"{prefix}{marker}{suffix}"
-        result.secrets_redacted += 1
-        result.chars_filtered += len(m.group(0))
+        _count(result, _token_kind(m.group(0)) if kind == "token" else kind, m.group(0))
         return marker
 
     return pattern.sub(repl, text)
@@ -492,6 +519,7 @@ def _sub_group(
     result: FilterResult,
     check: Callable[[str, re.Match[str]], bool] | None = None,
     source: str | None = None,
+    kind: str = "secret",
 ) -> str:
     """Replace the ``v`` (or ``v2``) group of each match whose value passes ``check``.
 
@@ -510,8 +538,7 @@ def _sub_group(
             continue
         out.append(text[last:vs])
         out.append(marker)
-        result.secrets_redacted += 1
-        result.chars_filtered += ve - vs
+        _count(result, kind, value)
         last = ve
     if not out:
         return text
@@ -547,12 +574,65 @@ def _made_up(value: str, m: re.Match[str]) -> bool:
 
 
 def _aws_secret(value: str, m: re.Match[str]) -> bool:
+    words = [p for p in value.split("/") if len(p) >= 3 and p.isalpha() and p.islower()]
+    if len(words) >= 2:
+        return False  # s3 paths (bucket/reports/File2024…): lower-case words between slashes
     return (
         any(c.isupper() for c in value)
         and any(c.islower() for c in value)
         and any(c.isdigit() for c in value)
         and _entropy(value) >= 4.0
     )
+
+
+_TOKEN_KINDS = (
+    ("sk-ant-", "Anthropic API key"),
+    ("sk-", "OpenAI API key"),
+    ("AKIA", "AWS access key id"),
+    ("ASIA", "AWS access key id"),
+    ("gh", "GitHub token"),
+    ("github_pat_", "GitHub token"),
+    ("gl", "GitLab token"),
+    ("xox", "Slack token"),
+    ("xapp-", "Slack token"),
+    ("https://hooks.slack", "Slack webhook"),
+    ("https://discord", "Discord webhook"),
+    ("AIza", "Google API key"),
+    ("GOCSPX-", "Google OAuth secret"),
+    ("ya29.", "Google OAuth token"),
+    ("1//", "Google OAuth token"),
+    ("sk_", "Stripe key"),
+    ("rk_", "Stripe key"),
+    ("whsec_", "Stripe webhook secret"),
+    ("hf_", "Hugging Face token"),
+    ("SG.", "SendGrid key"),
+    ("npm_", "npm token"),
+    ("pypi-", "PyPI token"),
+    ("SK", "Twilio key"),
+    ("key-", "Mailgun key"),
+    ("shp", "Shopify token"),
+    ("do", "DigitalOcean token"),
+    ("HRKU-", "Heroku key"),
+    ("hv", "Vault token"),
+    ("eyJ", "JWT"),
+    ("-----BEGIN", "private key"),
+)
+
+
+def _token_kind(value: str) -> str:
+    for prefix, name in _TOKEN_KINDS:
+        if value.startswith(prefix):
+            return name
+    return "token"
+
+
+def detect(text: str, cfg: PrivacyConfig) -> list[tuple[str, str]]:
+    """(kind, secret) of every secret the current rules find in ``text`` — for ``memlane privacy scan``."""
+    result = FilterResult(text)
+    result.found = []
+    if cfg.enabled and cfg.redact_secrets and text:
+        _redact(text, cfg, result)
+    return result.found
 
 
 _extra_cache: dict[tuple[str, ...], tuple[list[re.Pattern[str]], list[str]]] = {}
@@ -574,46 +654,46 @@ def compile_extra(patterns: list[str]) -> tuple[list[re.Pattern[str]], list[str]
 
 def _redact(text: str, cfg: PrivacyConfig, result: FilterResult) -> str:
     marker = cfg.secret_marker
-    if "PRIVATE KEY" in text:
-        text = _sub(_PEM, text, marker, result)
-    text = _sub(_TOKENS, text, marker, result)
+    if "PRIVATE KEY" in text or "Private-Lines" in text:
+        text = _sub(_PEM, text, marker, result, kind="private key")
+    text = _sub(_TOKENS, text, marker, result, kind="token")
     for gate, pattern in _GATED:
         if gate in text:
-            text = _sub(pattern, text, marker, result)
+            text = _sub(pattern, text, marker, result, kind="token")
     lowered = _lower(text)
     if "." in text:
-        text = _sub(_DISCORD, text, marker, result)
+        text = _sub(_DISCORD, text, marker, result, kind="discord bot token")
     if "://" in text:
-        text = _sub(_URL_CREDS, text, marker, result, keep=(1, 3))
-        text = _sub_group(_URL_TOKEN, text, marker, result)
+        text = _sub(_URL_CREDS, text, marker, result, keep=(1, 3), kind="password in URL")
+        text = _sub_group(_URL_TOKEN, text, marker, result, kind="token in URL")
     if "bearer" in lowered or "authorization" in lowered:
-        text = _sub(_AUTH, text, marker, result, keep=(1,))
+        text = _sub(_AUTH, text, marker, result, keep=(1,), kind="authorization header")
     if "sig=" in text:
-        text = _sub_group(_SAS, text, marker, result)
+        text = _sub_group(_SAS, text, marker, result, kind="azure SAS signature")
     for gate, pattern in _CLI:
         if gate in text:
-            text = _sub_group(pattern, text, marker, result, _not_a_word)
+            text = _sub_group(pattern, text, marker, result, _not_a_word, kind="command-line credential")
     if ":$" in text or ":{S" in text:
-        text = _sub_group(_HASH_LINE, text, marker, result)
+        text = _sub_group(_HASH_LINE, text, marker, result, kind="password hash")
     if "password" in lowered:
-        text = _sub_group(_NETRC, text, marker, result)
+        text = _sub_group(_NETRC, text, marker, result, _not_a_word, kind="netrc password")
     if "</" in text or 'value="' in text:
-        text = _sub_group(_XML, text, marker, result)
+        text = _sub_group(_XML, text, marker, result, kind="XML/config secret")
     if text.count(":") >= 4:
-        text = _sub_group(_PGPASS, text, marker, result)
+        text = _sub_group(_PGPASS, text, marker, result, kind="pgpass password")
     if "aws" in lowered or "secret" in lowered:
-        text = _sub_group(_AWS_SECRET, text, marker, result, _aws_secret)
+        text = _sub_group(_AWS_SECRET, text, marker, result, _aws_secret, kind="AWS secret access key")
     if "azure" in lowered or "windows.net" in lowered or "az " in lowered:
-        text = _sub_group(_AZURE_KEY, text, marker, result)
+        text = _sub_group(_AZURE_KEY, text, marker, result, kind="azure account key")
     if "pass" in lowered or "pwd" in lowered or "key" in lowered or "token" in lowered or "secret" in lowered:
-        text = _sub_group(_PW_BARE, text, marker, result, _made_up)
+        text = _sub_group(_PW_BARE, text, marker, result, _made_up, kind="password/key in prose")
     lowered = _lower(text)
-    text = _sub_group(_PROSE, text, marker, result, _prose_secret(text), source=lowered)
+    text = _sub_group(_PROSE, text, marker, result, _prose_secret(text), source=lowered, kind="secret in prose")
     text = _key_values(text, marker, result)
     compiled, warnings = compile_extra(cfg.extra_patterns)
     result.warnings.extend(warnings)
     for pattern in compiled:
-        text = _sub(pattern, text, marker, result)
+        text = _sub(pattern, text, marker, result, kind="privacy.extra_patterns")
     return text
 
 
