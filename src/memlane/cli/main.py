@@ -314,6 +314,7 @@ def _register_groups() -> None:
         ("memlane.cli.mcp_cmd", "mcp_group"),
         ("memlane.cli.plugin_cmd", "plugin_group"),
         ("memlane.cli.context_cmd", "context_group"),
+        ("memlane.cli.privacy_cmd", "privacy_group"),
     ):
         try:
             mod = __import__(module, fromlist=[name])
