@@ -248,7 +248,7 @@ _URL_TOKEN = re.compile(r"://(?P<v>[A-Za-z0-9_-]{24,})@")
 _CLI = (
     # --password VALUE, -storepass VALUE (the --password=VALUE form is a key assignment, below)
     (
-        ("-pass", "-pwd", "-token", "-api", "-secret", "storepass", "keypass"),
+        ("pass", "-pwd", "-token", "-api", "-secret"),
         re.compile(
             r"(?<![\w-])--?(?:password|passwd|pass|pwd|token|api-?key|secret|client-secret|auth-token|access-token|"
             r"storepass|keypass|srcstorepass|deststorepass|key-password|(?:http|proxy|db|admin|root|ftp)-password)"
@@ -271,7 +271,7 @@ _CLI = (
     (("ldap",), re.compile(r"\bldap\w+\b[^\n|;&]{0,300}?[ \t]-w[ \t]+[\"']?(?P<v>[^\s\"']+)")),
     # curl -u user:pass, httpie -a user:pass, wget/xh alike
     (
-        (" -u", "\t-u", " --user", "\t--user", " -a", "\t-a", " --auth", "\t--auth"),
+        ("-u", "-a"),  # also --user, --auth
         re.compile(r"(?:[ \t]-u|[ \t]--user|[ \t]-a|[ \t]--auth)[ \t=]+[\"']?[^\s:\"']{1,100}:(?P<v>[^\s\"']+)"),
     ),
     (("SecureString",), re.compile(r"ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?[\"'](?P<v>[^\"'\n]+)[\"']")),
