@@ -313,17 +313,17 @@ _AZURE_KEY = re.compile(r"(?<![A-Za-z0-9+/-])(?P<v>[A-Za-z0-9+/]{86}==)(?![A-Za-
 # A secret word ending a key name, then the separator: the key is read backwards from here.
 _KEY_END = re.compile(  # matched against the lower-cased text (IGNORECASE would defeat re's prefix scan)
     # the words as a trie (p…, s…, a…): each start position fails after one or two characters (2x faster)
-    r"(p(?:ass(?:word|wd|phrase|code)?|wd|w|at|rivate[_-]?key)"
+    r"(p(?:ass(?:word|wd|wort|phrase|code)?|wd|w|at|rivate[_-]?key)"
     r"|s(?:ecret(?:[_-]?key(?:[_-]?base)?)?|ession[_-]?key|hared[_-]?access[_-]?key|igning[_-]?key)"
     r"|a(?:pi[_-]?key|pikey|ccess[_-]?key|ccount[_-]?key|uth[_-]?key|uth)"
     r"|token|key(?:[_-]?data)?|credentials?|encryption[_-]?key|master[_-]?key)"
-    r"(?P<sep>[\"']?[ \t]*(?::|=>|=)[ \t]*)"
+    r"(?P<sep>[\"']?[ \t]*(?::|=>|->|=)[ \t]*)"
     r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s\"',;}{)\]]+))?"
 )
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
 _NULLISH = frozenset({"null", "none", "nil", "true", "false", "undefined", "''", '""', "redacted"})
 _STRONG_WORDS = (
-    r"password|passwd|passphrase|passcode|pass|pwd|pw|secret|token|api[_-]?key|apikey|access[_-]?key|"
+    r"password|passwd|passwort|passphrase|passcode|pass|pwd|pw|secret|token|api[_-]?key|apikey|access[_-]?key|"
     r"secret[_-]?key|private[_-]?key|signing[_-]?key|session[_-]?key|auth[_-]?key|encryption[_-]?key|"
     r"master[_-]?key|account[_-]?key|shared[_-]?access[_-]?key|key[_-]?data|credentials?|secret[_-]?key[_-]?base"
 )
