@@ -82,6 +82,7 @@ def _fts_finds(m: Memory, word: str) -> int:
     )
 
 
+@pytest.mark.slow  # embeds with the real model
 def test_scan_reports_masked_findings_with_index_and_vectors(proj: Path, leaky: Memory) -> None:
     result = run(proj, "--json")
     assert result.exit_code == 1  # findings remain
@@ -98,6 +99,7 @@ def test_scan_reports_masked_findings_with_index_and_vectors(proj: Path, leaky: 
     assert pg["fts"] is True and pg["vectors"] >= 1  # the index and the vectors were made from it
 
 
+@pytest.mark.slow  # embeds with the real model
 def test_scan_table_never_prints_a_secret(proj: Path, leaky: Memory) -> None:
     result = run(proj)
     assert result.exit_code == 1
@@ -108,12 +110,14 @@ def test_scan_table_never_prints_a_secret(proj: Path, leaky: Memory) -> None:
         assert secret not in result.output and secret[:8] not in result.output
 
 
+@pytest.mark.slow  # embeds with the real model
 def test_redact_asks_first(proj: Path, leaky: Memory) -> None:
     result = run(proj, "--redact", stdin="n\n")
     assert result.exit_code == 1 and "Aborted" in result.output
     assert PG in leaky.store.get(leaky.store.history(limit=-1, oldest_first=True)[0].id).content  # type: ignore[union-attr]
 
 
+@pytest.mark.slow  # embeds with the real model
 def test_redact_reaches_events_index_and_vectors(proj: Path, leaky: Memory, embedder: Any) -> None:
     clean = leaky.store.history(types=["agent_response"])[0]
     affected = [e.id for e in leaky.store.history(limit=-1) if e.type != "agent_response"]
@@ -170,6 +174,7 @@ def test_extra_patterns_are_scanned_and_a_bad_one_is_one_line(proj: Path) -> Non
     assert result.exit_code == 1 and "matches the empty string" in result.output
 
 
+@pytest.mark.slow  # embeds with the real model
 def test_captured_secrets_never_reach_the_embedder(hook: Callable[..., str], proj: Path, embedder: Any) -> None:
     """Hooks filter before storing, and the worker embeds the stored text: no secret is ever embedded."""
     hook("UserPromptSubmit", payload("02-UserPromptSubmit.json", prompt=f"use {HF} and PGPASSWORD={PG}"))
