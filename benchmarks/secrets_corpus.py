@@ -53,13 +53,20 @@ def leaked(secret: str, original: str, filtered: str) -> bool:
 
 
 def detect_secrets_hits(texts: list[str]) -> list[bool]:
-    from detect_secrets.core.scan import scan_line
+    """Does detect-secrets (default plugins and filters, as `detect-secrets scan` runs them) flag each text?"""
+    import tempfile
+
+    from detect_secrets import SecretsCollection
     from detect_secrets.settings import default_settings
 
     out = []
-    with default_settings():
-        for text in texts:
-            out.append(any(True for line in text.splitlines() for _ in scan_line(line)))
+    with default_settings(), tempfile.TemporaryDirectory() as tmp:
+        for i, text in enumerate(texts):
+            path = Path(tmp) / f"sample{i}.txt"  # a neutral name: some filters look at file names
+            path.write_text(text, encoding="utf-8")
+            secrets = SecretsCollection()
+            secrets.scan_file(str(path))
+            out.append(bool(list(secrets)))
     return out
 
 
