@@ -153,6 +153,23 @@ def _strip_private(text: str, cfg: PrivacyConfig, result: FilterResult) -> str:
     return "".join(out)
 
 
+class _Lazy:
+    """A regex compiled on first use: most rules sit behind a substring gate that most texts never
+    pass, and compiling every rule up front cost each hook process ~6 ms (measured)."""
+
+    __slots__ = ("_compiled", "flags", "pattern")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern = pattern
+        self.flags = flags
+        self._compiled: re.Pattern[str] | None = None
+
+    def get(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self.pattern, self.flags)
+        return self._compiled
+
+
 # ---- secrets -----------------------------------------------------------------------------------
 #
 # Ported from detect-secrets' ideas rather than imported: its import alone costs ~120 ms (measured,
@@ -162,94 +179,114 @@ def _strip_private(text: str, cfg: PrivacyConfig, result: FilterResult) -> str:
 # Every rule is a compiled regex, most are gated by a cheap substring test, and none has nested
 # quantifiers, so a hook pays a few milliseconds per 100 KB and no input can backtrack.
 
-_PEM = re.compile(
+_PEM = _Lazy(
     r"-----BEGIN (?:[A-Z0-9 ]*PRIVATE KEY|PGP PRIVATE KEY BLOCK)-----[\s\S]*?"
     r"(?:-----END (?:[A-Z0-9 ]*PRIVATE KEY|PGP PRIVATE KEY BLOCK)-----|\Z)"
     r"|Private-Lines: \d+\r?\n(?:[A-Za-z0-9+/=]+\r?\n)*[A-Za-z0-9+/=]*"  # PuTTY .ppk
 )
-# Well-known token formats: (regex, kind). Tokens have no whitespace and are 20+ characters long, so
+# Well-known token formats: (literal prefixes, regex, kind). Tokens have no whitespace and are 20+ characters long, so
 # only such words of a text are searched (``_tokens``): on 100 KB of log lines or prose that costs
 # ~1-2 ms, against 5-10 ms for one pass of this alternation over the whole text (measured;
 # benchmarks/secrets_corpus.py --timing). A spec that starts with its own lookbehind sets its own
 # boundary (Telegram's "bot<token>" in URLs); the others must start a word.
-_TOKEN_SPECS: tuple[tuple[str, str], ...] = (
-    (r"sk-ant-[A-Za-z0-9_-]{20,}", "Anthropic API key"),
-    (r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", "OpenAI API key"),
-    (r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|ABIA|ACCA)[A-Z0-9]{16}\b", "AWS access key id"),
-    (r"gh[pousr]_[A-Za-z0-9]{30,}", "GitHub token"),
-    (r"github_pat_[A-Za-z0-9_]{22,}", "GitHub token"),
-    (r"gl(?:pat|dt|rt|ptt|ft|cbt|imt|oas|soat)-[A-Za-z0-9_-]{20,}", "GitLab token"),
-    (r"GR1348941[A-Za-z0-9_-]{20,}", "GitLab runner token"),
-    (r"xox[abposre]-[A-Za-z0-9-]{10,}|xapp-[A-Za-z0-9-]{10,}", "Slack token"),
-    (r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]+", "Slack webhook"),
-    (r"https://discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]+", "Discord webhook"),
-    (r"AIza[0-9A-Za-z_-]{35}", "Google API key"),
-    (r"GOCSPX-[A-Za-z0-9_-]{20,}", "Google OAuth client secret"),
-    (r"ya29\.[A-Za-z0-9_-]{20,}", "Google OAuth token"),
-    (r"1//0[A-Za-z0-9_-]{30,}", "Google OAuth refresh token"),
-    (r"[sr]k_(?:live|test)_[0-9A-Za-z]{16,}", "Stripe key"),
-    (r"whsec_[A-Za-z0-9+/=]{20,}", "Stripe webhook secret"),
-    (r"hf_[A-Za-z0-9]{30,}|api_org_[A-Za-z0-9]{30,}", "Hugging Face token"),
-    (r"SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}", "SendGrid key"),
-    (r"npm_[A-Za-z0-9]{36}", "npm token"),
-    (r"pypi-[A-Za-z0-9_-]{50,}", "PyPI token"),
-    (r"SK[0-9a-fA-F]{32}\b", "Twilio API key"),
-    (r"key-[0-9a-f]{32}\b", "Mailgun key"),
-    (r"[0-9a-f]{32}-us\d{1,2}\b", "Mailchimp key"),
-    (r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}", "Shopify token"),
-    (r"do[opr]_v1_[a-f0-9]{64}", "DigitalOcean token"),
-    (r"HRKU-[A-Za-z0-9_-]{20,}", "Heroku key"),
-    (r"xai-[A-Za-z0-9]{40,}|gsk_[A-Za-z0-9]{40,}|pplx-[A-Za-z0-9]{40,}|r8_[A-Za-z0-9]{30,}", "AI API key"),
-    (r"lin_api_[A-Za-z0-9]{30,}", "Linear key"),
-    (r"ntn_[A-Za-z0-9]{30,}|secret_[A-Za-z0-9]{43}\b", "Notion token"),
-    (r"hv[sb]\.[A-Za-z0-9_-]{24,}", "Vault token"),
-    (r"dp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,}", "Doppler token"),
-    (r"pscale_(?:pw|tkn|oauth)_[A-Za-z0-9_.-]{30,}", "PlanetScale token"),
-    (r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}", "Postman key"),
-    (r"AGE-SECRET-KEY-1[0-9A-Z]{58}", "age secret key"),
-    (r"dapi[a-f0-9]{32}\b", "Databricks token"),
-    (r"NRAK-[A-Z0-9]{27}", "New Relic key"),
-    (r"sbp_[a-f0-9]{40}", "Supabase token"),
-    (r"figd_[A-Za-z0-9_-]{30,}", "Figma token"),
-    (r"pul-[a-f0-9]{40}", "Pulumi token"),
-    (r"nfp_[A-Za-z0-9]{36}", "Netlify token"),
-    (r"glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|glc_[A-Za-z0-9+/=]{32,}", "Grafana token"),
-    (r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}|EAAA[A-Za-z0-9_-]{60,}", "Square token"),
-    (r"ATATT3[A-Za-z0-9_=-]{100,}", "Atlassian token"),
-    (r"sntry[su]_[A-Za-z0-9+/=_-]{40,}", "Sentry token"),
-    (r"LTAI[A-Za-z0-9]{12,20}\b", "Alibaba key"),
-    (r"rubygems_[a-f0-9]{48}", "RubyGems key"),
-    (r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}\b", "Discord bot token"),
-    (r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", "JWT"),
-    (r"(?<![0-9])\d{8,10}:AA[A-Za-z0-9_-]{33}\b", "Telegram bot token"),
-    (r"[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}", "Azure AD client secret"),
-    (r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}", "Terraform Cloud token"),
+_TOKEN_SPECS: tuple[tuple[tuple[str, ...], str, str], ...] = (
+    (("sk-ant-",), r"sk-ant-[A-Za-z0-9_-]{20,}", "Anthropic API key"),
+    (("sk-",), r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", "OpenAI API key"),
+    (
+        ("AKIA", "ASIA", "AGPA", "AIDA", "AROA", "ANPA", "ANVA", "AIPA", "ABIA", "ACCA"),
+        r"(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA|ABIA|ACCA)[A-Z0-9]{16}\b",
+        "AWS access key id",
+    ),
+    (("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), r"gh[pousr]_[A-Za-z0-9]{30,}", "GitHub token"),
+    (("github_pat_",), r"github_pat_[A-Za-z0-9_]{22,}", "GitHub token"),
+    (
+        ("glpat-", "gldt-", "glrt-", "glptt-", "glft-", "glcbt-", "glimt-", "gloas-", "glsoat-"),
+        r"gl(?:pat|dt|rt|ptt|ft|cbt|imt|oas|soat)-[A-Za-z0-9_-]{20,}",
+        "GitLab token",
+    ),
+    (("GR1348941",), r"GR1348941[A-Za-z0-9_-]{20,}", "GitLab runner token"),
+    (("xox", "xapp-"), r"xox[abposre]-[A-Za-z0-9-]{10,}|xapp-[A-Za-z0-9-]{10,}", "Slack token"),
+    (
+        ("hooks.slack.com",),
+        r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_-]+",
+        "Slack webhook",
+    ),
+    (("discord",), r"https://discord(?:app)?\.com/api/webhooks/\d+/[A-Za-z0-9_-]+", "Discord webhook"),
+    (("AIza",), r"AIza[0-9A-Za-z_-]{35}", "Google API key"),
+    (("GOCSPX-",), r"GOCSPX-[A-Za-z0-9_-]{20,}", "Google OAuth client secret"),
+    (("ya29.",), r"ya29\.[A-Za-z0-9_-]{20,}", "Google OAuth token"),
+    (("1//0",), r"1//0[A-Za-z0-9_-]{30,}", "Google OAuth refresh token"),
+    (("sk_live_", "sk_test_", "rk_live_", "rk_test_"), r"[sr]k_(?:live|test)_[0-9A-Za-z]{16,}", "Stripe key"),
+    (("whsec_",), r"whsec_[A-Za-z0-9+/=]{20,}", "Stripe webhook secret"),
+    (("hf_", "api_org_"), r"hf_[A-Za-z0-9]{30,}|api_org_[A-Za-z0-9]{30,}", "Hugging Face token"),
+    (("SG.",), r"SG\.[A-Za-z0-9_-]{16,32}\.[A-Za-z0-9_-]{16,64}", "SendGrid key"),
+    (("npm_",), r"npm_[A-Za-z0-9]{36}", "npm token"),
+    (("pypi-",), r"pypi-[A-Za-z0-9_-]{50,}", "PyPI token"),
+    (("SK",), r"SK[0-9a-fA-F]{32}\b", "Twilio API key"),
+    (("key-",), r"key-[0-9a-f]{32}\b", "Mailgun key"),
+    (("-us",), r"[0-9a-f]{32}-us\d{1,2}\b", "Mailchimp key"),
+    (("shpat_", "shpss_", "shpca_", "shppa_"), r"shp(?:at|ss|ca|pa)_[a-fA-F0-9]{32}", "Shopify token"),
+    (("dop_v1_", "doo_v1_", "dor_v1_"), r"do[opr]_v1_[a-f0-9]{64}", "DigitalOcean token"),
+    (("HRKU-",), r"HRKU-[A-Za-z0-9_-]{20,}", "Heroku key"),
+    (
+        ("xai-", "gsk_", "pplx-", "r8_"),
+        r"xai-[A-Za-z0-9]{40,}|gsk_[A-Za-z0-9]{40,}|pplx-[A-Za-z0-9]{40,}|r8_[A-Za-z0-9]{30,}",
+        "AI API key",
+    ),
+    (("lin_api_",), r"lin_api_[A-Za-z0-9]{30,}", "Linear key"),
+    (("ntn_", "secret_"), r"ntn_[A-Za-z0-9]{30,}|secret_[A-Za-z0-9]{43}\b", "Notion token"),
+    (("hvs.", "hvb."), r"hv[sb]\.[A-Za-z0-9_-]{24,}", "Vault token"),
+    (("dp.",), r"dp\.(?:pt|st|ct|sa|scim|audit)\.[A-Za-z0-9]{40,}", "Doppler token"),
+    (("pscale_",), r"pscale_(?:pw|tkn|oauth)_[A-Za-z0-9_.-]{30,}", "PlanetScale token"),
+    (("PMAK-",), r"PMAK-[a-f0-9]{24}-[a-f0-9]{34}", "Postman key"),
+    (("AGE-SECRET-KEY-1",), r"AGE-SECRET-KEY-1[0-9A-Z]{58}", "age secret key"),
+    (("dapi",), r"dapi[a-f0-9]{32}\b", "Databricks token"),
+    (("NRAK-",), r"NRAK-[A-Z0-9]{27}", "New Relic key"),
+    (("sbp_",), r"sbp_[a-f0-9]{40}", "Supabase token"),
+    (("figd_",), r"figd_[A-Za-z0-9_-]{30,}", "Figma token"),
+    (("pul-",), r"pul-[a-f0-9]{40}", "Pulumi token"),
+    (("nfp_",), r"nfp_[A-Za-z0-9]{36}", "Netlify token"),
+    (("glsa_", "glc_"), r"glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|glc_[A-Za-z0-9+/=]{32,}", "Grafana token"),
+    (("sq0atp-", "sq0csp-", "EAAA"), r"sq0(?:atp|csp)-[A-Za-z0-9_-]{22,}|EAAA[A-Za-z0-9_-]{60,}", "Square token"),
+    (("ATATT3",), r"ATATT3[A-Za-z0-9_=-]{100,}", "Atlassian token"),
+    (("sntrys_", "sntryu_"), r"sntry[su]_[A-Za-z0-9+/=_-]{40,}", "Sentry token"),
+    (("LTAI",), r"LTAI[A-Za-z0-9]{12,20}\b", "Alibaba key"),
+    (("rubygems_",), r"rubygems_[a-f0-9]{48}", "RubyGems key"),
+    ((".",), r"[MNO][A-Za-z0-9_-]{23,27}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,40}\b", "Discord bot token"),
+    (("eyJ",), r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}", "JWT"),
+    ((":AA",), r"(?<![0-9])\d{8,10}:AA[A-Za-z0-9_-]{33}\b", "Telegram bot token"),
+    (("Q~",), r"[A-Za-z0-9_~.-]{3}\dQ~[A-Za-z0-9_~.-]{31,34}", "Azure AD client secret"),
+    ((".atlasv1.",), r"[A-Za-z0-9]{14}\.atlasv1\.[A-Za-z0-9_=-]{60,}", "Terraform Cloud token"),
 )
-_TOKEN_KINDS = tuple(kind for _, kind in _TOKEN_SPECS)
-_TOKENS = re.compile(
-    "|".join(
-        f"(?P<t{i}>{rx})" if rx.startswith("(?<") else f"(?P<t{i}>(?<![A-Za-z0-9_])(?:{rx}))"
-        for i, (rx, _) in enumerate(_TOKEN_SPECS)
-    )
-)
+
+
+def _tokens_re(indices: tuple[int, ...]) -> re.Pattern[str]:
+    """One alternation of the token specs whose literal prefixes occur (re caches the compiled form)."""
+    parts = []
+    for i in indices:
+        rx = _TOKEN_SPECS[i][1]
+        parts.append(f"(?P<t{i}>{rx})" if rx.startswith("(?<") else f"(?P<t{i}>(?<![A-Za-z0-9_])(?:{rx}))")
+    return re.compile("|".join(parts))
+
+
 # An AWS secret access key has no prefix: 40 base64 characters. Only looked for when the text talks
 # about AWS or secrets, and only mixed-case, digit-bearing, high-entropy runs (not paths, not hex).
-_AWS_SECRET = re.compile(r"(?<![A-Za-z0-9/+=])(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])")
+_AWS_SECRET = _Lazy(r"(?<![A-Za-z0-9/+=])(?P<v>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])")
 # "Authorization: Bearer xyz", "-H 'Authorization: token xyz'", and a bare "Bearer <long token>".
-_AUTH = re.compile(
+_AUTH = _Lazy(
     r"(?i)(\b(?:proxy-)?authorization\b[\"']?\s*[:=]\s*[\"']?(?:bearer|basic|token|digest)\s+)([A-Za-z0-9._~+/=-]{6,})"
     r"|(\bbearer\s+)([A-Za-z0-9._~+/-]{16,}=*)"
 )
 # scheme://user:PASSWORD@host
-_URL_CREDS = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@'\"]{0,200}:)([^\s@/'\"]{1,300})(@)")
+_URL_CREDS = _Lazy(r"(\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@'\"]{0,200}:)([^\s@/'\"]{1,300})(@)")
 # scheme://TOKEN@host: a user part this long is a key (Sentry DSNs, git remotes with a token).
-_URL_TOKEN = re.compile(r"://(?P<v>[A-Za-z0-9_-]{24,})@")
+_URL_TOKEN = _Lazy(r"://(?P<v>[A-Za-z0-9_-]{24,})@")
 # Command-line forms. Each has a named group ``v``: the secret.
 _CLI = (
     # --password VALUE, -storepass VALUE (the --password=VALUE form is a key assignment, below)
     (
         ("pass", "-pwd", "-token", "-api", "-secret"),
-        re.compile(
+        _Lazy(
             r"(?<![\w-])--?(?:password|passwd|pass|pwd|token|api-?key|secret|client-secret|auth-token|access-token|"
             r"storepass|keypass|srcstorepass|deststorepass|key-password|(?:http|proxy|db|admin|root|ftp)-password)"
             r"[ \t]+[\"']?(?P<v>[^\s\"'-][^\s\"']*)"
@@ -258,39 +295,39 @@ _CLI = (
     # docker/podman/az login -p VALUE
     (
         ("login",),
-        re.compile(
+        _Lazy(
             r"\b(?:docker|podman|nerdctl|buildah|skopeo|oras|az|helm registry|crane auth)[ \t]+login\b"
             r"[^\n|;&]{0,300}?[ \t]-p[ \t]+[\"']?(?P<v>[^\s\"']+)"
         ),
     ),
-    (("sshpass",), re.compile(r"\bsshpass[ \t]+-p[ \t]*[\"']?(?P<v>[^\s\"']+)")),
+    (("sshpass",), _Lazy(r"\bsshpass[ \t]+-p[ \t]*[\"']?(?P<v>[^\s\"']+)")),
     # mysql -pVALUE (attached; "-p" alone prompts). -P is the port.
-    (("mysql",), re.compile(r"\bmysql\w*\b[^\n|;&]{0,300}?[ \t]-p[\"']?(?P<v>[^\s\"'-][^\s\"']*)")),
-    (("mongo",), re.compile(r"\bmongo\w*\b[^\n|;&]{0,300}?[ \t]-p[ \t]+[\"']?(?P<v>[^\s\"'-][^\s\"']*)")),
-    (("redis-cli",), re.compile(r"\bredis-cli\b[^\n|;&]{0,300}?[ \t]-a[ \t]+[\"']?(?P<v>[^\s\"']+)")),
-    (("ldap",), re.compile(r"\bldap\w+\b[^\n|;&]{0,300}?[ \t]-w[ \t]+[\"']?(?P<v>[^\s\"']+)")),
+    (("mysql",), _Lazy(r"\bmysql\w*\b[^\n|;&]{0,300}?[ \t]-p[\"']?(?P<v>[^\s\"'-][^\s\"']*)")),
+    (("mongo",), _Lazy(r"\bmongo\w*\b[^\n|;&]{0,300}?[ \t]-p[ \t]+[\"']?(?P<v>[^\s\"'-][^\s\"']*)")),
+    (("redis-cli",), _Lazy(r"\bredis-cli\b[^\n|;&]{0,300}?[ \t]-a[ \t]+[\"']?(?P<v>[^\s\"']+)")),
+    (("ldap",), _Lazy(r"\bldap\w+\b[^\n|;&]{0,300}?[ \t]-w[ \t]+[\"']?(?P<v>[^\s\"']+)")),
     # curl -u user:pass, httpie -a user:pass, wget/xh alike
     (
         ("-u", "-a"),  # also --user, --auth
-        re.compile(r"(?:[ \t]-u|[ \t]--user|[ \t]-a|[ \t]--auth)[ \t=]+[\"']?[^\s:\"']{1,100}:(?P<v>[^\s\"']+)"),
+        _Lazy(r"(?:[ \t]-u|[ \t]--user|[ \t]-a|[ \t]--auth)[ \t=]+[\"']?[^\s:\"']{1,100}:(?P<v>[^\s\"']+)"),
     ),
-    (("SecureString",), re.compile(r"ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?[\"'](?P<v>[^\"'\n]+)[\"']")),
-    (("http-basic",), re.compile(r"\bpoetry[ \t]+config[ \t]+http-basic\.\S+[ \t]+\S+[ \t]+[\"']?(?P<v>[^\s\"']+)")),
-    (("smbclient",), re.compile(r"\bsmbclient\b[^\n|;&]{0,300}?[ \t]-U[ \t]+[\"']?[^\s%\"']{1,100}%(?P<v>[^\s\"']+)")),
+    (("SecureString",), _Lazy(r"ConvertTo-SecureString[ \t]+(?:-String[ \t]+)?[\"'](?P<v>[^\"'\n]+)[\"']")),
+    (("http-basic",), _Lazy(r"\bpoetry[ \t]+config[ \t]+http-basic\.\S+[ \t]+\S+[ \t]+[\"']?(?P<v>[^\s\"']+)")),
+    (("smbclient",), _Lazy(r"\bsmbclient\b[^\n|;&]{0,300}?[ \t]-U[ \t]+[\"']?[^\s%\"']{1,100}%(?P<v>[^\s\"']+)")),
 )
 # Password hashes in htpasswd / shadow lines.
-_HASH_LINE = re.compile(
+_HASH_LINE = _Lazy(
     r"(?m)^[\w.@-]{1,100}:(?P<v>\$(?:apr1|2[abxy]?|1|5|6|7|y|gy|argon2(?:id|i|d))\$[^\s:]{8,}"
     r"|\{S?SHA\}[A-Za-z0-9+/]{20,}={0,2})"
 )
 # ~/.pgpass: host:port:database:user:password
-_PGPASS = re.compile(r"(?m)^[\w.*-]{1,200}:(?:\d{1,5}|\*):[\w.*-]{1,200}:[^\s:]{1,200}:(?P<v>\S+)$")
+_PGPASS = _Lazy(r"(?m)^[\w.*-]{1,200}:(?:\d{1,5}|\*):[\w.*-]{1,200}:[^\s:]{1,200}:(?P<v>\S+)$")
 # .netrc: "machine host login me password VALUE" (on one line or across lines)
-_NETRC = re.compile(r"(?:\bmachine|\blogin)[ \t]+\S+\s+(?:login[ \t]+\S+\s+)?password[ \t]+(?P<v>\S+)")
+_NETRC = _Lazy(r"(?:\bmachine|\blogin)[ \t]+\S+\s+(?:login[ \t]+\S+\s+)?password[ \t]+(?P<v>\S+)")
 # Azure SAS signatures in URLs and connection strings.
-_SAS = re.compile(r"[?&;]sig=(?P<v>[A-Za-z0-9%+/=]{16,})")
+_SAS = _Lazy(r"[?&;]sig=(?P<v>[A-Za-z0-9%+/=]{16,})")
 # <password>VALUE</password>, and .NET's <add key="ApiKey" value="VALUE" />.
-_XML = re.compile(
+_XML = _Lazy(
     r"(?i)<(?P<k>[\w:.-]{0,40}(?:password|passwd|secret|token|apikey|api_key|accesskey|secretkey)[\w.-]{0,40})>"
     r"(?P<v>[^<\s][^<]{0,500})</"
     r"|(?i:key)=\"[^\"]{0,60}(?:password|passwd|secret|token|apikey|api_key|accesskey|secretkey)[^\"]{0,60}\""
@@ -305,11 +342,11 @@ _PROSE = re.compile(  # matched against the lower-cased text; the word start is 
 _PASSWORDISH = ("pass", "pwd", "pin")
 # "login with user admin, password Tr0ub4dor&3", "use API key G34u… for": no verb, so the value itself
 # must look made-up (a password) or random (a key).
-_PW_BARE = re.compile(  # matched against the lower-cased text; no \b so re can skip to the literal words
+_PW_BARE = _Lazy(  # matched against the lower-cased text; no \b so re can skip to the literal words
     r"(?P<k>password|passwd|pwd|passphrase|api[ _-]?key|token|secret|key)[ \t]+[\"'`]?(?P<v>[^\s\"'`]{6,})"
 )
 # An Azure storage account key: 64 random bytes in base64, only where the text is about Azure.
-_AZURE_KEY = re.compile(r"(?<![A-Za-z0-9+/-])(?P<v>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])")
+_AZURE_KEY = _Lazy(r"(?<![A-Za-z0-9+/-])(?P<v>[A-Za-z0-9+/]{86}==)(?![A-Za-z0-9+/=])")
 # A secret word ending a key name, then the separator: the key is read backwards from here.
 _KEY_END = re.compile(  # matched against the lower-cased text (IGNORECASE would defeat re's prefix scan)
     # the words as a trie (p…, s…, a…): each start position fails after one or two characters (2x faster)
@@ -503,17 +540,29 @@ def _key_values(text: str, marker: str, result: FilterResult) -> str:
 
 
 def _tokens(text: str, marker: str, result: FilterResult) -> str:
-    """Known token formats, searched only in the words long enough to be one."""
-    for word in {w for w in text.split() if len(w) >= 20}:
-        if _TOKENS.search(word) is None:
+    """Known token formats, searched only in the words long enough to be one.
+
+    Compiling all ~50 formats costs more than a hook can spare (~6 ms a process), so only the specs
+    whose literal prefix occurs in those words are compiled — usually none.
+    """
+    words = {w for w in text.split() if len(w) >= 20}
+    if not words:
+        return text
+    blob = "\n".join(words)
+    wanted = tuple(i for i, (gates, _, _) in enumerate(_TOKEN_SPECS) if any(g in blob for g in gates))
+    if not wanted:
+        return text
+    pattern = _tokens_re(wanted)
+    for word in words:
+        if pattern.search(word) is None:
             continue
         found: list[tuple[str, str]] = []
 
         def repl(m: re.Match[str], found: list[tuple[str, str]] = found) -> str:
-            found.append((_TOKEN_KINDS[int((m.lastgroup or "t0")[1:])], m.group(0)))
+            found.append((_TOKEN_SPECS[int((m.lastgroup or "t0")[1:])][2], m.group(0)))
             return marker
 
-        new = _TOKENS.sub(repl, word)
+        new = pattern.sub(repl, word)
         times = text.count(word)
         text = text.replace(word, new)
         for kind, secret in found * times:
@@ -536,7 +585,7 @@ def _lower(text: str) -> str:
 
 
 def _sub(
-    pattern: re.Pattern[str],
+    pattern: re.Pattern[str] | _Lazy,
     text: str,
     marker: str,
     result: FilterResult,
@@ -558,11 +607,11 @@ def _sub(
         _count(result, kind, m.group(0))
         return marker
 
-    return pattern.sub(repl, text)
+    return (pattern.get() if isinstance(pattern, _Lazy) else pattern).sub(repl, text)
 
 
 def _sub_group(
-    pattern: re.Pattern[str],
+    pattern: re.Pattern[str] | _Lazy,
     text: str,
     marker: str,
     result: FilterResult,
@@ -579,7 +628,8 @@ def _sub_group(
     out: list[str] = []
     last = 0
     scanned = source if source is not None else text
-    for m in pattern.finditer(scanned):
+    compiled = pattern.get() if isinstance(pattern, _Lazy) else pattern
+    for m in compiled.finditer(scanned):
         if word_start and m.start() > 0 and (scanned[m.start() - 1].isalnum() or scanned[m.start() - 1] == "_"):
             continue  # the pattern has no leading \b, which would defeat re's literal-prefix search
         name = "v" if m.group("v") is not None else "v2"
@@ -703,8 +753,8 @@ def _redact(text: str, cfg: PrivacyConfig, result: FilterResult) -> str:
     text = _key_values(text, marker, result)
     compiled, warnings = compile_extra(cfg.extra_patterns)
     result.warnings.extend(warnings)
-    for pattern in compiled:
-        text = _sub(pattern, text, marker, result, kind="privacy.extra_patterns")
+    for extra in compiled:
+        text = _sub(extra, text, marker, result, kind="privacy.extra_patterns")
     return text
 
 
