@@ -282,6 +282,45 @@ _URL_CREDS = _Lazy(r"(\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@'\"]{0,200}:)([^\s
 # scheme://TOKEN@host: a user part this long is a key (Sentry DSNs, git remotes with a token).
 _URL_TOKEN = _Lazy(r"://(?P<v>[A-Za-z0-9_-]{24,})@")
 # Command-line forms. Each has a named group ``v``: the secret.
+# More places a secret follows a fixed word: (substring gates, regex with group v, check of the value).
+_MORE: tuple[tuple[tuple[str, ...], _Lazy, str], ...] = (
+    # PHP: define('DB_PASSWORD', 'value');
+    (
+        ("define(", "define ("),
+        _Lazy(r"define[ \t]*\([ \t]*['\"](?P<k>[\w.-]{1,80})['\"][ \t]*,[ \t]*['\"](?P<v>[^'\"\n]{3,})['\"]"),
+        "key",
+    ),
+    # echo 'pw' | sudo -S …
+    (("sudo",), _Lazy(r"echo[ \t]+['\"]?(?P<v>[^\s'\"|]+)['\"]?[ \t]*\|[ \t]*sudo[ \t]+(?:-\w+[ \t]+)?-S\b"), "word"),
+    # zip -P pw, 7z -ppw, sqlcmd/bcp -P pw, ssh-keygen -N pw, openssl -passin pass:pw
+    (("zip",), _Lazy(r"\b(?:un)?zip(?:cloak)?\b[^\n|;&]{0,300}?[ \t]-P[ \t]+['\"]?(?P<v>[^\s'\"]+)"), "word"),
+    (("7z",), _Lazy(r"\b7za?\b[^\n|;&]{0,300}?[ \t]-p(?P<v>[^\s-][^\s]*)"), "word"),
+    (
+        ("sqlcmd", "bcp", "osql", "isql"),
+        _Lazy(r"\b(?:sqlcmd|bcp|osql|isql)\b[^\n|;&]{0,300}?[ \t]-P[ \t]*['\"]?(?P<v>[^\s'\"-][^\s'\"]*)"),
+        "word",
+    ),
+    (("ssh-keygen",), _Lazy(r"\bssh-keygen\b[^\n|;&]{0,300}?[ \t]-[NP][ \t]+['\"]?(?P<v>[^\s'\"]+)"), "word"),
+    (("pass:",), _Lazy(r"-pass(?:in|out)?[ \t]+pass:(?P<v>\S+)"), "word"),
+    # "credentials: bob / B0bsPass!", "login: admin / password: …" (the second form is a key assignment)
+    (
+        ("cred", "login"),
+        _Lazy(r"(?i)\b(?:credentials?|creds|login)[ \t]*[:=][ \t]*[\w.@-]{1,80}[ \t]*/[ \t]*(?P<v>[^\s/]{4,})"),
+        "made-up",
+    ),
+    # $ echo $DB_PASSWORD / printenv DB_PASSWORD, and the value on the next line
+    (
+        ("echo", "printenv"),
+        _Lazy(r"(?:echo[ \t]+\"?\$\{?|printenv[ \t]+)(?P<k>\w{1,80})\}?\"?[ \t]*\r?\n(?P<v>[^\s]{3,})"),
+        "key",
+    ),
+    # Google app passwords: four groups of four letters
+    (
+        ("app password", "app-password", "App password"),
+        _Lazy(r"(?i)app[ -]?password\b[^\n]{0,40}?\b(?P<v>[a-z]{4} [a-z]{4} [a-z]{4} [a-z]{4})\b"),
+        "word",
+    ),
+)
 _CLI = (
     # --password VALUE, -storepass VALUE (the --password=VALUE form is a key assignment, below)
     (
@@ -353,7 +392,7 @@ _KEY_END = re.compile(  # matched against the lower-cased text (IGNORECASE would
     r"(p(?:ass(?:word|wd|wort|phrase|code)?|wd|w|at|rivate[_-]?key)"
     r"|s(?:ecret(?:[_-]?key(?:[_-]?base)?)?|ession[_-]?key|hared[_-]?access[_-]?key|igning[_-]?key)"
     r"|a(?:pi[_-]?key|pikey|ccess[_-]?key|ccount[_-]?key|uth[_-]?key|uth)"
-    r"|token|key(?:[_-]?data)?|credentials?|encryption[_-]?key|master[_-]?key)"
+    r"|token|key(?:[_-]?data)?|credentials?|encryption[_-]?key|master[_-]?key|sess(?:ion)?id)"
     r"(?P<sep>[\"']?[ \t]*(?::|=>|->|=)[ \t]*)"
     r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s\"',;}{)\]]+))?"
 )
@@ -368,7 +407,7 @@ _STRONG_WORDS = (
 # word without a separator; ``bypass``/``monkeypwd`` do not count (short words need the separator).
 _SECRET_KEY = re.compile(rf"(?i)(?:^|[_.-])(?:{_STRONG_WORDS})$|(?:password|passwd|passphrase|secret|apikey|token)$")
 # Weak key names (``ENCRYPTION_KEY`` is strong; ``sort_key``, ``auth`` need a high-entropy value).
-_WEAK_KEY = re.compile(r"(?i)(?:^|[_.-])(?:key|auth|pat)$")
+_WEAK_KEY = re.compile(r"(?i)(?:^|[_.-])(?:key|auth|pat)$|(?:^|[_.-])(?:php|j)?sess(?:ion)?id$")
 # Values that are words about the secret, not the secret ("password: required", "token is invalid").
 _STOP = frozenset(
     " ".join(
@@ -415,8 +454,8 @@ def _placeholder(value: str, marker: str) -> bool:
         return True
     if v.endswith(("...", "…")):
         return True  # sk_test_... : an elided example
-    if len(set(low)) <= 2:
-        return True  # ****, xxxxxxxx, 00000000, ........
+    if len(set(low)) == 1 or set(low) <= set("*x•.-_#?"):
+        return True  # ****, xxxxxxxx, 00000000, ........, x-x-x
     return _code_like(v)
 
 
@@ -504,7 +543,7 @@ def _key_values(text: str, marker: str, result: FilterResult) -> str:
             start > 0
             and text[start - 1].isalnum()
             and not text[start].isupper()
-            and not word.startswith(("password", "passwd", "passphrase"))
+            and not word.startswith(("password", "passwd", "passphrase", "token", "secret", "sess"))
         ):
             continue
         key_start = start
@@ -676,6 +715,17 @@ def _made_up(value: str, m: re.Match[str]) -> bool:
     return len(v) >= 6 and has_alpha and has_other and not _path_like(v) and "://" not in v and "=" not in v
 
 
+def _secret_named(value: str, m: re.Match[str]) -> bool:
+    """The value belongs to a strongly secret-named key (``define('DB_PASSWORD', …)``)."""
+    key = m.group("k")
+    return _key_tier(key) == 1 and key not in ("PWD", "OLDPWD") and not _code_like(value) and not _path_like(value)
+
+
+def _made_up_value(value: str, m: re.Match[str]) -> bool:
+    v = value.rstrip(".,!?;:)")
+    return len(v) >= 6 and any(c.isalpha() for c in v) and any(not c.isalpha() for c in v) and not _path_like(v)
+
+
 def _aws_secret(value: str, m: re.Match[str]) -> bool:
     words = [p for p in value.split("/") if len(p) >= 3 and p.isalpha() and p.islower()]
     if len(words) >= 2:
@@ -730,6 +780,10 @@ def _redact(text: str, cfg: PrivacyConfig, result: FilterResult) -> str:
     for gates, pattern in _CLI:
         if any(gate in text for gate in gates):
             text = _sub_group(pattern, text, marker, result, _not_a_word, kind="command-line credential")
+    for more_gates, more, how in _MORE:
+        if any(gate in text for gate in more_gates):
+            check = _secret_named if how == "key" else _made_up_value if how == "made-up" else _not_a_word
+            text = _sub_group(more, text, marker, result, check, kind="credential")
     if ":$" in text or ":{S" in text:
         text = _sub_group(_HASH_LINE, text, marker, result, kind="password hash")
     if "password" in lowered:
