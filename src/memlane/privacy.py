@@ -708,8 +708,10 @@ def _prose_secret(text: str) -> Callable[[str, re.Match[str]], bool]:
 def _made_up(value: str, m: re.Match[str]) -> bool:
     """A password-looking value: letters with digits or symbols, not a word, path, number or code."""
     v = value.rstrip(".,!?;:)")
-    if not m.group("k").lower().startswith(("pass", "pwd")):
-        return _random_looking(v, min_len=16, min_entropy=3.2)
+    word = m.group("k").lower()
+    if not word.startswith(("pass", "pwd")):
+        # a bare "key" needs more: "gpg: key 3AA5C34371567BD2 marked …" is a 16-digit key id, not a secret
+        return _random_looking(v, min_len=20 if word == "key" else 16, min_entropy=3.2)
     has_alpha = any(c.isalpha() for c in v)
     has_other = any(not c.isalpha() for c in v)
     return len(v) >= 6 and has_alpha and has_other and not _path_like(v) and "://" not in v and "=" not in v
