@@ -139,7 +139,8 @@ def redact(mem: Memory, report: ScanReport) -> int:
     cfg = mem.config.privacy
     ids = report.event_ids
     updates = []
-    for event in mem.store.by_ids(ids):
+    events = [e for start in range(0, len(ids), 500) for e in mem.store.by_ids(ids[start : start + 500])]
+    for event in events:
         content = privacy.filter_text(event.content, cfg).text
         meta, _ = privacy.filter_value({k: v for k, v in event.metadata.items() if k != "privacy"}, cfg)
         stamp = dict(event.metadata.get("privacy") or {})
