@@ -8,12 +8,21 @@ Two passes, in this order, so a secret inside a private section is counted once 
    tags: the outermost pair wins. An opening tag that is never closed leaves the rest of the text
    unfiltered and adds a warning (guessing where a private section ends could destroy or leak text).
    Empty sections vanish without a marker.
-2. **Secrets** (``privacy.redact_secrets``) — values of secret-named keys (``password=…``,
-   ``"api_key": "…"``, ``export GITHUB_TOKEN=…``), Authorization headers, well-known token formats
-   (AWS, GitHub, GitLab, Slack, OpenAI, Anthropic, Google, Stripe, JWT), PEM private keys and
-   passwords in connection URLs are replaced by ``privacy.secret_marker``; key names stay readable.
-   Secrets inside code blocks are redacted too. Placeholders (``${DB_PASSWORD}``, ``<your-token>``,
-   ``$TOKEN``), numbers (``max_tokens: 100``) and null-ish values are left alone.
+2. **Secrets** (``privacy.redact_secrets``) — replaced by ``privacy.secret_marker``; key names,
+   commands and URLs around them stay readable. In order: PEM/PGP/PuTTY private keys; ~50 token
+   formats by prefix (AWS, GitHub, GitLab, Slack, OpenAI, Anthropic, Google, Stripe, Hugging Face,
+   SendGrid, npm, PyPI, JWT, …); passwords and tokens in URLs; Authorization headers; Azure SAS
+   signatures; command-line credentials (``mysql -p…``, ``--password …``, ``docker login -p``,
+   ``curl -u user:…``, …); htpasswd/shadow hashes, ``.netrc``, ``.pgpass``, XML/.NET config values;
+   a bare AWS secret key or Azure account key where the text is about AWS/Azure; secrets in prose
+   ("my password is …"); and values of secret-named keys (``DB_PASSWORD=…``, ``"apiKey": "…"``,
+   ``REDIS_PASS: …``) — weak names such as ``*_KEY`` or ``auth`` only when the value looks random
+   (character classes + Shannon entropy, detect-secrets' idea). Placeholders (``${DB_PASSWORD}``,
+   ``your-api-key-here``, ``$TOKEN``, ``********``), code (``getpass.getpass()``), words about
+   secrets ("Password: must be at least 12 characters long"), paths (``PWD=/home/x``) and numbers
+   are left alone. ``tests/fixtures/secrets`` holds the corpus this is measured on
+   (``benchmarks/secrets_corpus.py``); ``detect`` reports what the rules find, for
+   ``memlane privacy scan``.
 
 Stdlib only and linear-time: every hook process imports this, and the patterns are written so no
 input can make them backtrack catastrophically (key names are found by their secret word and then
