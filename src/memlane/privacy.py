@@ -185,19 +185,20 @@ class _Lazy:
 # benchmarks/secrets_corpus.py --timing), more than twice a capture hook's whole 50 ms budget. What
 # it does well is kept: known token formats as prefix regexes, keyword assignments (``*_PASSWORD=``)
 # with a placeholder filter, and an entropy check where the key name alone is weak evidence (``*_KEY``).
-# Every rule is a compiled regex, most are gated by a cheap substring test, and none has nested
-# quantifiers, so a hook pays a few milliseconds per 100 KB and no input can backtrack.
+# Every rule is a regex compiled on first use, most behind a cheap substring test, and none has
+# nested quantifiers: a hook pays well under a millisecond for a typical event, a few per 100 KB,
+# and no input can make a pattern backtrack catastrophically.
 
 _PEM = _Lazy(
     r"-----BEGIN (?:[A-Z0-9 ]*PRIVATE KEY|PGP PRIVATE KEY BLOCK)-----[\s\S]*?"
     r"(?:-----END (?:[A-Z0-9 ]*PRIVATE KEY|PGP PRIVATE KEY BLOCK)-----|\Z)"
     r"|Private-Lines: \d+\r?\n(?:[A-Za-z0-9+/=]+\r?\n)*[A-Za-z0-9+/=]*"  # PuTTY .ppk
 )
-# Well-known token formats: (literal prefixes, regex, kind). Tokens have no whitespace and are 20+ characters long, so
-# only such words of a text are searched (``_tokens``): on 100 KB of log lines or prose that costs
-# ~1-2 ms, against 5-10 ms for one pass of this alternation over the whole text (measured;
-# benchmarks/secrets_corpus.py --timing). A spec that starts with its own lookbehind sets its own
-# boundary (Telegram's "bot<token>" in URLs); the others must start a word.
+# Well-known token formats: (literal prefixes, regex, kind). Tokens have no whitespace and are 20+
+# characters long, so only such words of a text are searched (``_tokens``), and only with the specs
+# whose prefix occurs in them: on 100 KB of log lines or prose that costs ~1-2 ms, against 5-10 ms
+# for one pass of the whole alternation over the whole text (measured). A spec that starts with its
+# own lookbehind sets its own boundary (Telegram's "bot<token>" in URLs); the others start a word.
 _TOKEN_SPECS: tuple[tuple[tuple[str, ...], str, str], ...] = (
     (("sk-ant-",), r"sk-ant-[A-Za-z0-9_-]{20,}", "Anthropic API key"),
     (("sk-",), r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}", "OpenAI API key"),
@@ -290,7 +291,6 @@ _AUTH = _Lazy(
 _URL_CREDS = _Lazy(r"(\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@'\"]{0,200}:)([^\s@/'\"]{1,300})(@)")
 # scheme://TOKEN@host: a user part this long is a key (Sentry DSNs, git remotes with a token).
 _URL_TOKEN = _Lazy(r"://(?P<v>[A-Za-z0-9_-]{24,})@")
-# Command-line forms. Each has a named group ``v``: the secret.
 # More places a secret follows a fixed word: (substring gates, regex with group v, check of the value).
 _MORE: tuple[tuple[tuple[str, ...], _Lazy, str], ...] = (
     # PHP: define('DB_PASSWORD', 'value');
@@ -330,6 +330,7 @@ _MORE: tuple[tuple[tuple[str, ...], _Lazy, str], ...] = (
         "word",
     ),
 )
+# Command-line forms: (substring gates, regex whose group ``v`` is the secret).
 _CLI = (
     # --password VALUE, -storepass VALUE (the --password=VALUE form is a key assignment, below)
     (
