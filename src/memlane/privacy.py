@@ -386,7 +386,8 @@ _XML = _Lazy(
 _PROSE = re.compile(  # matched against the lower-cased text; the word start is checked in code (faster)
     r"(?P<k>pass ?word|passphrase|passcode|passwd|pwd|pin|secret(?: access)?(?: key)?|access key|api key|"
     r"api token|token|key)"
-    r"(?: (?:for|of|to|on) [^\n]{1,60}?)? (?:is|was|is now|remains|=|:|to)[ \t]*[:=]?[ \t]*[\"'`]?(?P<v>[^\s\"'`]+)"
+    r"(?: (?:for|of|to|on) [^\n]{1,60}?)? (?:is|was|is now|remains|=(?!=)|:|to)"
+    r"[ \t]*[:=]?[ \t]*[\"'`]?(?P<v>[^\s\"'`]+)"
 )
 _PASSWORDISH = ("pass", "pwd", "pin")
 # "login with user admin, password Tr0ub4dor&3", "use API key G34u… for": no verb, so the value itself
@@ -403,7 +404,7 @@ _KEY_END = re.compile(  # matched against the lower-cased text (IGNORECASE would
     r"|s(?:ecret(?:[_-]?key(?:[_-]?base)?)?|ession[_-]?key|hared[_-]?access[_-]?key|igning[_-]?key)"
     r"|a(?:pi[_-]?key|pikey|ccess[_-]?key|ccount[_-]?key|uth[_-]?key|uth)"
     r"|token|key(?:[_-]?data)?|credentials?|encryption[_-]?key|master[_-]?key|sess(?:ion)?id)"
-    r"(?P<sep>[\"']?[ \t]*(?::|=>|->|=)[ \t]*)"
+    r"(?P<sep>[\"']?[ \t]*(?::|=>|->|=(?!=))[ \t]*)"
     r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s\"',;}{)\]]+))?"
 )
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
@@ -456,6 +457,8 @@ def _placeholder(value: str, marker: str) -> bool:
         return True
     if v.startswith(("${", "$(", "{{", "<", "%(", "%s", "{}", "[", "!", "process.env", "os.environ", "os.getenv")):
         return True
+    if "${" in v or "{{" in v:
+        return True  # a template (`blockers:${taskId}`), filled in elsewhere
     if v.startswith("$") and v[1:].replace("_", "").replace("{", "").replace("}", "").isalnum():
         return True  # $TOKEN: a variable, not the secret
     if low.startswith(("your", "my-", "my_", "insert", "enter", "replace", "put-", "put_", "<")):
@@ -503,13 +506,20 @@ def _entropy(v: str) -> float:
     return -sum(k / n * math.log2(k / n) for k in counts.values())
 
 
+_CAMEL = re.compile(r"[A-Za-z][a-z]+(?:[A-Z][a-z]+)*")
+
+
 def _random_looking(v: str, min_len: int = 12, min_entropy: float = 3.0) -> bool:
     """detect-secrets' entropy idea: a value of mixed character classes with high Shannon entropy."""
-    if len(v) < min_len or _path_like(v) or _code_like(v):
+    if len(v) < min_len or _path_like(v) or _code_like(v) or v.startswith(("(", "`")):
         return False
-    classes = any(c.islower() for c in v) + any(c.isupper() for c in v) + any(c.isdigit() for c in v)
-    classes += any(not c.isalnum() for c in v)
-    return classes >= 2 and _entropy(v) >= min_entropy
+    lower, upper = any(c.islower() for c in v), any(c.isupper() for c in v)
+    digit, alpha = any(c.isdigit() for c in v), any(c.isalpha() for c in v)
+    if not ((digit and alpha) or (lower and upper)):
+        return False  # canonical_key, some_identifier: words, not randomness
+    if not digit and _CAMEL.fullmatch(v):
+        return False  # workflowProgress, currentFile: an identifier
+    return _entropy(v) >= min_entropy
 
 
 def _plain_word(v: str) -> bool:
@@ -608,6 +618,8 @@ def _tokens(text: str, marker: str, result: FilterResult) -> str:
         found: list[tuple[str, str]] = []
 
         def repl(m: re.Match[str], found: list[tuple[str, str]] = found) -> str:
+            if len(set(m.group(0)[-12:].lower())) <= 2:
+                return m.group(0)  # sk-proj-xxxxxxxxxxxx: a documented placeholder, not a key
             found.append((_TOKEN_SPECS[int((m.lastgroup or "t0")[1:])][2], m.group(0)))
             return marker
 
