@@ -290,7 +290,7 @@ _AUTH = _Lazy(
 # scheme://user:PASSWORD@host
 _URL_CREDS = _Lazy(r"(\b[a-zA-Z][a-zA-Z0-9+.-]{1,20}://[^\s:/@'\"]{0,200}:)([^\s@/'\"]{1,300})(@)")
 # scheme://TOKEN@host: a user part this long is a key (Sentry DSNs, git remotes with a token).
-_URL_TOKEN = _Lazy(r"://(?P<v>[A-Za-z0-9_-]{24,})@")
+_URL_TOKEN = _Lazy(r"://(?P<v>[A-Za-z0-9_-]{32,})@")  # (24-digit job ids in ssh:// URLs are not keys)
 # More places a secret follows a fixed word: (substring gates, regex with group v, check of the value).
 _MORE: tuple[tuple[tuple[str, ...], _Lazy, str], ...] = (
     # PHP: define('DB_PASSWORD', 'value');
@@ -386,7 +386,7 @@ _XML = _Lazy(
 _PROSE = re.compile(  # matched against the lower-cased text; the word start is checked in code (faster)
     r"(?P<k>pass ?word|passphrase|passcode|passwd|pwd|pin|secret(?: access)?(?: key)?|access key|api key|"
     r"api token|token|key)"
-    r"(?: (?:for|of|to|on) [^\n]{1,60}?)? (?:is|was|is now|remains|=(?!=)|:|to)"
+    r"(?: (?:for|of|to|on) [^\n]{1,60}?)? (?P<verb>is|was|is now|remains|=(?!=)|:|to)"
     r"[ \t]*[:=]?[ \t]*[\"'`]?(?P<v>[^\s\"'`]+)"
 )
 _PASSWORDISH = ("pass", "pwd", "pin")
@@ -405,9 +405,10 @@ _KEY_END = re.compile(  # matched against the lower-cased text (IGNORECASE would
     r"|a(?:pi[_-]?key|pikey|ccess[_-]?key|ccount[_-]?key|uth[_-]?key|uth)"
     r"|token|key(?:[_-]?data)?|credentials?|encryption[_-]?key|master[_-]?key|sess(?:ion)?id)"
     r"(?P<sep>[\"']?[ \t]*(?::|=>|->|=(?!=))[ \t]*)"
-    r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s\"',;}{)\]]+))?"
+    r"(?:\"(?P<dq>[^\"\n]*)\"|'(?P<sq>[^'\n]*)'|(?P<bare>[^\s\"',;}{)\]`][^\s\"',;}{)\]`]*))?"
 )
 _KEY_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-")
+_WORD_PLACEHOLDERS = frozenset({"pass", "password", "passwd", "pwd", "secret", "token", "example", "xxx"})
 _NULLISH = frozenset({"null", "none", "nil", "true", "false", "undefined", "''", '""', "redacted"})
 _STRONG_WORDS = (
     r"password|passwd|passwort|passphrase|passcode|pass|pwd|pw|secret|token|api[_-]?key|apikey|access[_-]?key|"
@@ -431,7 +432,7 @@ _STOP = frozenset(
             "below above again also only still now just string str int bool boolean text type field value",
             "input hidden secret password token key flag option argument parameter env environment variable",
             "file prompt stdin please ok yes auto default sample example test dummy placeholder changeme xxx",
-            "tbd todo fixme unknown await new function lambda yield async",
+            "tbd todo fixme unknown await new function lambda yield async read write credentials creds auth",
         ]
     ).split()
 )
@@ -453,12 +454,16 @@ def _key_tier(name: str) -> int:
 def _placeholder(value: str, marker: str) -> bool:
     v = value.strip()
     low = v.lower()
+    if low.rstrip(".,:;)") in _NULLISH or low in _WORD_PLACEHOLDERS:
+        return True  # None, "user:pass@host" in docs
     if len(v) < 3 or low in _NULLISH or v.isdigit() or marker in v or v == marker[:-1]:
         return True
     if v.startswith(("${", "$(", "{{", "<", "%(", "%s", "{}", "[", "!", "process.env", "os.environ", "os.getenv")):
         return True
-    if "${" in v or "{{" in v:
-        return True  # a template (`blockers:${taskId}`), filled in elsewhere
+    if "${" in v or "{{" in v or "***" in v or v.startswith(("{", "(")):
+        return True  # a template (`blockers:${taskId}`, '{token}'), a mask (hf_***), code ("(bool, optional)")
+    if v.isalpha() and v.isupper() and len(v) <= 12:
+        return True  # FOOBAR, SECRET, CHANGEME
     if v.startswith("$") and v[1:].replace("_", "").replace("{", "").replace("}", "").isalnum():
         return True  # $TOKEN: a variable, not the secret
     if low.startswith(("your", "my-", "my_", "insert", "enter", "replace", "put-", "put_", "<")):
@@ -507,23 +512,30 @@ def _entropy(v: str) -> float:
 
 
 _CAMEL = re.compile(r"[A-Za-z][a-z]+(?:[A-Z][a-z]+)*")
+_SNAKE = re.compile(r"_*[a-z]+(?:_+[a-z]+)+")
+_CONST = re.compile(r"_*[A-Z]+(?:_[A-Z0-9]+)+")
+_HEADER = re.compile(r"[A-Z][a-z]*(?:-[A-Z][a-z]*)+")
+_KEBAB = re.compile(r"[a-z]+(?:[-_]+[a-z]+)+")
+_DOC_WORDS = frozenset(
+    {"key", "token", "secret", "password", "api", "example", "some", "my", "your", "test", "sample", "auth"}
+)
 
 
 def _random_looking(v: str, min_len: int = 12, min_entropy: float = 3.0) -> bool:
     """detect-secrets' entropy idea: a value of mixed character classes with high Shannon entropy."""
     if len(v) < min_len or _path_like(v) or _code_like(v) or v.startswith(("(", "`")):
         return False
-    lower, upper = any(c.islower() for c in v), any(c.isupper() for c in v)
-    digit, alpha = any(c.isdigit() for c in v), any(c.isalpha() for c in v)
-    if not ((digit and alpha) or (lower and upper)):
-        return False  # canonical_key, some_identifier: words, not randomness
-    if not digit and _CAMEL.fullmatch(v):
-        return False  # workflowProgress, currentFile: an identifier
+    if not (any(c.isdigit() for c in v) and any(c.isalpha() for c in v)):
+        # canonical_key, ARROW:extension:name: words, not randomness (16 random base62 characters
+        # lack a digit ~6% of the time: the price of not redacting every identifier under *_KEY)
+        return False
     return _entropy(v) >= min_entropy
 
 
 def _plain_word(v: str) -> bool:
-    return v.isalpha() and v.islower()
+    """A word as people write it: "sunshine", "The", "re-exchanging" (not "Tr0ub4dor", not "FOOBAR")."""
+    w = v.replace("-", "")
+    return bool(w) and w.isalpha() and v[1:].islower()
 
 
 def _prose_after(text: str, end: int) -> bool:
@@ -540,10 +552,20 @@ def _secret_value(text: str, vs: int, ve: int, tier: int, colon: bool, marker: s
         return True  # PGPASSWORD=20240117: digits, but under a password key a password all the same
     if _placeholder(value, marker) or _path_like(value):
         return False
+    if _SNAKE.fullmatch(value) or _CONST.fullmatch(value) or _HEADER.fullmatch(value):
+        return False  # token=refresh_token, token = TOKEN_BLOCK_END, "X-Xet-Access-Token": names, not values
     if tier == 2:
         return _random_looking(value)
+    if _KEBAB.fullmatch(value) and _DOC_WORDS & set(re.split(r"[-_]+", value)):
+        return False  # api_key="fal-ai-api-key", "some-key": documentation placeholders
+    if value.count(" ") >= 5:
+        return False  # a quoted sentence ("Use a User Access Token. Prefer setting …"), not a passphrase
+    if colon and _CAMEL.fullmatch(value) and sum(c.isupper() for c in value) >= 2:
+        return False  # password: SecretStr: a type in a class body
+    if colon and _CAMEL.fullmatch(value) and text[ve : ve + 3].lstrip()[:1] in ("=", ",", ")", "|", "]"):
+        return False  # token: TokenOpt = None: a type annotation
     if _plain_word(value.rstrip(".,!?")):
-        if value.rstrip(".,!?") in _STOP:
+        if value.rstrip(".,!?").lower() in _STOP:
             return False
         if colon and _prose_after(text, ve):
             return False  # "invalid token: jwt expired"
@@ -711,8 +733,13 @@ def _sub_group(
 
 
 def _not_a_word(value: str, m: re.Match[str]) -> bool:
-    """A flag's value that is a plain English word ("--token flag") is prose, not a secret."""
-    return value.rstrip(".,!?") not in _STOP
+    """A flag's value that is a plain English word ("--token flag") is prose, not a secret; a
+    ``--secret``/``--token``/``--api-key`` value must look made up ("--secret newsecret" is docs)."""
+    v = value.rstrip(".,!?")
+    if v in _STOP:
+        return False
+    flag = m.group(0)[:12].lower()
+    return not (("-token" in flag or "-secret" in flag or "-api" in flag) and _plain_word(v))
 
 
 def _prose_secret(text: str) -> Callable[[str, re.Match[str]], bool]:
@@ -720,6 +747,8 @@ def _prose_secret(text: str) -> Callable[[str, re.Match[str]], bool]:
         v = value.rstrip(".,!?;:)")
         if m.group("k").startswith(_PASSWORDISH):
             if _plain_word(v):  # "my password is sunshine." yes; "the password is required" no
+                if m.group("verb") == "to":
+                    return False  # "the password to authenticate with"
                 return v not in _STOP and not v.endswith(("ed", "ing", "ly")) and not _prose_after(text, m.end("v"))
             return len(v) >= 4
         return _random_looking(v, min_len=16, min_entropy=3.2)
