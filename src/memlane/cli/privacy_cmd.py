@@ -37,7 +37,7 @@ def scan(obj: Ctx, redact: bool, yes: bool, as_json: bool) -> None:
         if as_json and not redact:
             render.emit_json(report.as_dict())
         elif not as_json:
-            _print(report, mem.project.id)
+            _print(report, mem.project.id, hint=not redact)
         if not report.findings:
             return
         if not redact:
@@ -52,7 +52,7 @@ def scan(obj: Ctx, redact: bool, yes: bool, as_json: bool) -> None:
         render.console.print(f"Redacted {count} event(s); their vectors were dropped and re-queued for embedding.")
 
 
-def _print(report: privacy_scan.ScanReport, project_id: str) -> None:
+def _print(report: privacy_scan.ScanReport, project_id: str, hint: bool) -> None:
     from rich.markup import escape
 
     if not report.findings:
@@ -71,10 +71,8 @@ def _print(report: privacy_scan.ScanReport, project_id: str) -> None:
         for f in report.findings
     ]
     render.dict_table(rows, ["event", "type", "where", "kind", "preview", "fts", "vectors"])
-    render.console.print(
-        f"{len(report.findings)} finding(s) in {len(report.event_ids)} of {report.events_scanned} event(s). "
-        "Run `memlane privacy scan --redact` to redact them."
-    )
+    summary = f"{len(report.findings)} finding(s) in {len(report.event_ids)} of {report.events_scanned} event(s)."
+    render.console.print(summary + (" Run `memlane privacy scan --redact` to redact them." if hint else ""))
 
 
 if TYPE_CHECKING:
