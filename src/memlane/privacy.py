@@ -314,7 +314,7 @@ _MORE: tuple[tuple[tuple[str, ...], _Lazy, str], ...] = (
     # "credentials: bob / B0bsPass!", "login: admin / password: …" (the second form is a key assignment)
     (
         ("cred", "login"),
-        _Lazy(r"(?i)\b(?:credentials?|creds|login)[ \t]*[:=][ \t]*[\w.@-]{1,80}[ \t]*/[ \t]*(?P<v>[^\s/]{4,})"),
+        _Lazy(r"(?i)\b(?:credentials?|creds|login)[ \t]*[:=][ \t]*[^\s/]{1,80}[ \t]*/[ \t]*(?P<v>[^\s/]{4,})"),
         "made-up",
     ),
     # $ echo $DB_PASSWORD / printenv DB_PASSWORD, and the value on the next line
@@ -322,6 +322,15 @@ _MORE: tuple[tuple[tuple[str, ...], _Lazy, str], ...] = (
         ("echo", "printenv"),
         _Lazy(r"(?:echo[ \t]+\"?\$\{?|printenv[ \t]+)(?P<k>\w{1,80})\}?\"?[ \t]*\r?\n(?P<v>[^\s]{3,})"),
         "key",
+    ),
+    # docker login --password-stdin <<< 'pw', echo 'pw' | docker login --password-stdin
+    (("password-stdin",), _Lazy(r"--password-stdin\b[^\n|]{0,200}?<<<[ \t]*['\"]?(?P<v>[^\s'\"]+)"), "word"),
+    (
+        ("password-stdin",),
+        _Lazy(
+            r"(?:echo|printf)[ \t]+(?:-n[ \t]+)?['\"]?(?P<v>[^\s'\"|$]+)['\"]?[ \t]*\|[^\n|]{0,200}?--password-stdin"
+        ),
+        "word",
     ),
     # Google app passwords: four groups of four letters
     (
@@ -384,12 +393,12 @@ _XML = _Lazy(
 )
 # Prose: "my password is hunter2", "the token for staging was …", "the AWS secret key is …".
 _PROSE = re.compile(  # matched against the lower-cased text; the word start is checked in code (faster)
-    r"(?P<k>pass ?word|passphrase|passcode|passwd|pwd|pin|secret(?: access)?(?: key)?|access key|api key|"
+    r"(?P<k>pass ?word|passphrase|passcode|passwd|pwd|pw|pin|secret(?: access)?(?: key)?|access key|api key|"
     r"api token|token|key)"
     r"(?: (?:for|of|to|on) [^\n]{1,60}?)? (?P<verb>is|was|is now|remains|=(?!=)|:|to)"
     r"[ \t]*[:=]?[ \t]*[\"'`]?(?P<v>[^\s\"'`]+)"
 )
-_PASSWORDISH = ("pass", "pwd", "pin")
+_PASSWORDISH = ("pass", "pw", "pin")
 # "login with user admin, password Tr0ub4dor&3", "use API key G34u… for": no verb, so the value itself
 # must look made-up (a password) or random (a key).
 _PW_BARE = _Lazy(  # matched against the lower-cased text; no \b so re can skip to the literal words
@@ -417,7 +426,11 @@ _STRONG_WORDS = (
 )
 # Strong key names: any non-placeholder value is a secret. ``PGPASSWORD``/``csrftoken`` end in the
 # word without a separator; ``bypass``/``monkeypwd`` do not count (short words need the separator).
-_SECRET_KEY = re.compile(rf"(?i)(?:^|[_.-])(?:{_STRONG_WORDS})$|(?:password|passwd|passphrase|secret|apikey|token)$")
+_SECRET_KEY = re.compile(
+    rf"(?i)(?:^|[_.-])(?:{_STRONG_WORDS})$|(?:password|passwd|passphrase|secret|apikey|token|pass)$"
+)
+# Words that end in "pass" and are not one (smtppass, dbpass and rootpass are).
+_NOT_PASS = ("bypass", "compass", "overpass", "underpass", "trespass", "surpass", "encompass", "askpass", "sspass")
 # Weak key names (``ENCRYPTION_KEY`` is strong; ``sort_key``, ``auth`` need a high-entropy value).
 _WEAK_KEY = re.compile(r"(?i)(?:^|[_.-])(?:key|auth|pat)$|(?:^|[_.-])(?:php|j)?sess(?:ion)?id$")
 # Values that are words about the secret, not the secret ("password: required", "token is invalid").
@@ -446,6 +459,8 @@ def is_secret_key(name: str) -> bool:
 def _key_tier(name: str) -> int:
     """1: the key names a secret; 2: it may (``*_KEY``: the value must look random); 0: not a secret."""
     name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name.strip())  # camelCase → snake_case
+    if name.lower().endswith(_NOT_PASS):
+        return 0
     if _SECRET_KEY.search(name):
         return 1
     return 2 if _WEAK_KEY.search(name) else 0
@@ -586,6 +601,7 @@ def _key_values(text: str, marker: str, result: FilterResult) -> str:
             and text[start - 1].isalnum()
             and not text[start].isupper()
             and not word.startswith(("password", "passwd", "passphrase", "token", "secret", "sess"))
+            and not (word == "pass" and not lowered[max(0, start - 6) : start + 4].endswith(_NOT_PASS))
         ):
             continue
         key_start = start
@@ -759,6 +775,8 @@ def _prose_secret(text: str) -> Callable[[str, re.Match[str]], bool]:
 def _made_up(value: str, m: re.Match[str]) -> bool:
     """A password-looking value: letters with digits or symbols, not a word, path, number or code."""
     v = value.rstrip(".,!?;:)")
+    if v.startswith("-"):
+        return False  # pg_dump --password --host db: the next flag, not a value
     word = m.group("k").lower()
     if not word.startswith(("pass", "pwd")):
         # a bare "key" needs more: "gpg: key 3AA5C34371567BD2 marked …" is a 16-digit key id, not a secret
@@ -819,6 +837,7 @@ def compile_extra(patterns: list[str]) -> tuple[list[re.Pattern[str]], list[str]
 
 def _redact(text: str, cfg: PrivacyConfig, result: FilterResult) -> str:
     marker = cfg.secret_marker
+    original = text.lower()  # gates that look at what earlier rules have already replaced
     if "PRIVATE KEY" in text or "Private-Lines" in text:
         text = _sub(_PEM, text, marker, result, kind="private key")
     text = _tokens(text, marker, result)
@@ -845,7 +864,7 @@ def _redact(text: str, cfg: PrivacyConfig, result: FilterResult) -> str:
         text = _sub_group(_XML, text, marker, result, kind="XML/config secret")
     if text.count(":") >= 4:
         text = _sub_group(_PGPASS, text, marker, result, kind="pgpass password")
-    if "aws" in lowered or "secret" in lowered:
+    if "aws" in lowered or "secret" in lowered or "akia" in original or "s3" in lowered or "boto" in lowered:
         text = _sub_group(_AWS_SECRET, text, marker, result, _aws_secret, kind="AWS secret access key")
     if "azure" in lowered or "windows.net" in lowered or "az " in lowered:
         text = _sub_group(_AZURE_KEY, text, marker, result, kind="azure account key")
