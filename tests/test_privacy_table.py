@@ -189,6 +189,16 @@ def test_is_secret_key(key: str, secret: bool) -> None:
         "`" * 200_000,
         "```\n" * 50_000,
         "\x00\ud800 surrogate \udfff",
+        # the secret rules' own worst cases: bounded lazy scans after a command word, long words
+        "mysql " + " -p" * 60_000,
+        "docker login " + "x " * 100_000,
+        "define('DB_PASSWORD', '" * 20_000,
+        "credentials: a / " * 20_000,
+        "echo $DB_PASSWORD\n" * 20_000,
+        "password is " * 30_000,
+        "ghp_" * 50_000,
+        ("x" * 25 + " ") * 10_000,
+        "a:1:b:c:" * 30_000,
     ],
 )
 def test_pathological_inputs_finish(text: str) -> None:

@@ -328,7 +328,23 @@ def _apply(cfg: Config, data: dict[str, Any], source: str) -> None:
         for key, value in values.items():
             if key not in hints:
                 raise ConfigError(f"{source}: unknown key '{section}.{key}'{_suggest(key, list(hints))}")
-            setattr(target, key, _check_value(f"{source}: {section}.{key}", value, hints[key]))
+            checked = _check_value(f"{source}: {section}.{key}", value, hints[key])
+            if section == "privacy" and key == "extra_patterns":
+                _check_patterns(f"{source}: {section}.{key}", checked)
+            setattr(target, key, checked)
+
+
+def _check_patterns(key: str, patterns: list[str]) -> None:
+    """Users' own secret regexes: a typo must say so at load time, not silently redact nothing."""
+    import re
+
+    for raw in patterns:
+        try:
+            compiled = re.compile(raw)
+        except re.error as exc:
+            raise ConfigError(f"{key}: invalid regular expression {raw!r}: {exc}") from exc
+        if compiled.fullmatch(""):  # would put a marker between every two characters
+            raise ConfigError(f"{key}: regular expression {raw!r} matches the empty string")
 
 
 def _parse_env_value(raw: str) -> Any:

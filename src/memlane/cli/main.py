@@ -21,6 +21,7 @@ from memlane.cli import (
     importer,
     mcp_cmd,
     plugin_cmd,
+    privacy_cmd,
     regions,
     render,
     vectors,
@@ -455,6 +456,7 @@ for _command in (
     mcp_cmd.mcp_group,
     plugin_cmd.plugin_group,
     context_cmd.context_group,
+    privacy_cmd.privacy_group,
 ):
     cli.add_command(_command)
 

@@ -940,6 +940,73 @@ class Store:
             (count, prompts, summary[0] if summary else None, session_id),
         )
 
+    # ---- redact in place (memlane privacy scan --redact) ------------------------------------------
+
+    def fts_holds(self, seq: int, terms: Sequence[str]) -> bool:
+        """Does the word index still hold all of ``terms`` for this row? (A redaction must remove them.)"""
+        words = [t for t in terms if t]
+        if not words:
+            return False
+        query = " ".join(_quote(t) for t in words)
+        try:
+            row = self.db.execute(
+                "SELECT 1 FROM events_fts WHERE events_fts MATCH ? AND rowid = ?", (query, seq)
+            ).fetchone()
+        except sqlite3.OperationalError:
+            return False
+        return row is not None
+
+    def redact(self, updates: Sequence[tuple[str, str, dict[str, Any]]], detail: dict[str, Any]) -> int:
+        """Replace events' content and metadata in place: ``(event id, new content, new metadata)``.
+
+        Events are append-only except for privacy (like ``forget``). The FTS tables are external-content
+        with insert/delete triggers only, so the old row is deleted from them with its *old* text and
+        the new text indexed; the embedding job is re-queued (the caller drops the old vectors); a
+        tombstone records what was redacted (ids and counts, never content). Free pages are scrubbed.
+        """
+        if not updates:
+            return 0
+        self.db.execute("PRAGMA secure_delete = ON")
+        now = keys.now_iso()
+        with self.write() as db:
+            for event_id, content, metadata in updates:
+                row = db.execute(
+                    "SELECT seq, type, session_id, content, has_cjk FROM events WHERE id = ?", (event_id,)
+                ).fetchone()
+                if row is None:
+                    continue
+                seq, etype, session_id, old, old_cjk = row
+                db.execute("INSERT INTO events_fts(events_fts, rowid, content) VALUES ('delete', ?, ?)", (seq, old))
+                if old_cjk:
+                    db.execute("INSERT INTO events_cjk(events_cjk, rowid, content) VALUES ('delete', ?, ?)", (seq, old))
+                cjk = int(keys.has_cjk(content))
+                db.execute(
+                    "UPDATE events SET content = ?, canonical_key = ?, has_cjk = ?, metadata = ? WHERE seq = ?",
+                    (content, keys.canonical_key(content), cjk, json.dumps(metadata, ensure_ascii=False), seq),
+                )
+                db.execute("INSERT INTO events_fts(rowid, content) VALUES (?, ?)", (seq, content))
+                if cjk:
+                    db.execute("INSERT INTO events_cjk(rowid, content) VALUES (?, ?)", (seq, content))
+                if etype == "session_summary":
+                    db.execute(
+                        "UPDATE sessions SET summary = ? WHERE id = ? AND summary = ?", (content, session_id, old)
+                    )
+                db.execute(
+                    "INSERT INTO outbox (event_id, status, created_at, updated_at) VALUES (?, 'pending', ?, ?)"
+                    " ON CONFLICT(event_id) DO UPDATE SET status = 'pending', attempts = 0,"
+                    " next_attempt_at = NULL, error = NULL, updated_at = excluded.updated_at",
+                    (event_id, now, now),
+                )
+            ids = [u[0] for u in updates]
+            db.execute(
+                "INSERT INTO tombstones (ts, scope, selector, event_count, detail) VALUES (?,?,?,?,?)",
+                (now, "redact", "privacy scan", len(ids), json.dumps({**detail, "ids": ids[:1000]})),
+            )
+        self.db.execute("INSERT INTO events_fts(events_fts) VALUES ('optimize')")
+        self.db.execute("INSERT INTO events_cjk(events_cjk) VALUES ('optimize')")
+        self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        return len(updates)
+
     def tombstones(self, limit: int = 50) -> list[dict[str, Any]]:
         cur = self.db.execute(
             "SELECT id, ts, scope, selector, event_count, detail FROM tombstones ORDER BY id DESC LIMIT ?", (limit,)

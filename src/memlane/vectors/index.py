@@ -235,3 +235,18 @@ def forget_vectors(project_id: str, event_ids: list[str]) -> int:
             table.delete(f"event_id IN ({', '.join(_quote(e) for e in chunk)})")
         removed += before - table.count_rows()
     return removed
+
+
+def vector_counts(project_id: str, event_ids: list[str]) -> dict[str, int]:
+    """How many vector rows each event has, over every model table (``memlane privacy scan`` reports it)."""
+    counts: dict[str, int] = {}
+    if not event_ids or not paths.vectors_dir(project_id).is_dir():
+        return counts
+    wanted = set(event_ids)
+    db = _connect(project_id)
+    for name in _table_names(db):
+        # one column of a local table: a scan is simpler than a filter per batch of ids
+        for event_id in db.open_table(name).to_arrow().column("event_id").to_pylist():
+            if event_id in wanted:
+                counts[event_id] = counts.get(event_id, 0) + 1
+    return counts
