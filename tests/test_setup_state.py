@@ -27,7 +27,8 @@ def test_status_json_shows_hooks_plugin_mcp_and_daemon(proj: Path) -> None:
     data = json.loads(out)
     assert code == 0
     assert data["hook_files"]["local"]["path"] == str(proj / ".claude" / "settings.local.json")
-    assert len(data["hook_files"]["local"]["events"]) == len(install.HOOKS) and data["hook_files"]["user"]["events"] == []
+    assert len(data["hook_files"]["local"]["events"]) == len(install.HOOKS)
+    assert data["hook_files"]["user"]["events"] == []
     assert data["plugin"] == {"enabled": {}}
     assert [(c["client"], c["scope"], c["path"]) for c in data["mcp_clients"]] == [
         ("vscode", "project", str(proj / ".vscode" / "mcp.json"))
