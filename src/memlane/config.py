@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 from memlane import paths
+from memlane.errors import MemlaneError
 
 TYPE_CHECKING = False  # typing itself costs ~8 ms of hook start-up
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from typing import Any, ClassVar, Literal
 
 
-class ConfigError(ValueError):
+class ConfigError(MemlaneError, ValueError):
     """A config file or override that cannot be used; the message names the key."""
 
 

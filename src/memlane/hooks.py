@@ -17,6 +17,7 @@ import time
 from memlane import config, logs, paths, project
 from memlane.capture import events as build
 from memlane.capture import inject, spool
+from memlane.errors import MemlaneError
 from memlane.logs import log
 from memlane.store.db import NewEvent, Store
 
@@ -42,7 +43,7 @@ INJECTING = ("SessionStart", "UserPromptSubmit")
 SPOOL_BATCH = 20
 
 
-class HookInputError(ValueError):
+class HookInputError(MemlaneError, ValueError):
     """A payload we cannot use; logged, never raised to Claude Code."""
 
 

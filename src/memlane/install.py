@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from memlane.errors import MemlaneError
+
 Scope = Literal["user", "project", "local"]
 MARK = "memlane hook"
 # Hooks that return context must be synchronous; capture-only hooks run async so Claude never waits —
@@ -33,7 +35,7 @@ HOOKS: dict[str, dict[str, Any]] = {
 }
 
 
-class InstallError(RuntimeError):
+class InstallError(MemlaneError, RuntimeError):
     """A settings file we must not touch (unreadable, not JSON, wrong shape)."""
 
 

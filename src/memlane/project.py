@@ -15,6 +15,7 @@ import re
 import time
 
 from memlane import paths
+from memlane.errors import UnknownProjectError
 from memlane.store.keys import sha256_hex
 
 TYPE_CHECKING = False
@@ -164,3 +165,14 @@ def by_id(project_id_: str) -> Project | None:
             root = str(data["root"])
             return Project(id=project_id_, root=root, name=str(data.get("name") or os.path.basename(root)))
     return None
+
+
+def resolve(cwd: str | os.PathLike[str] | None = None, project_id_: str | None = None) -> Project:
+    """The project a command or call is about: a registered id when given, else the one holding ``cwd``
+    (default: the current directory). Every ``--project-id`` / ``project_id`` is looked up here."""
+    if project_id_:
+        found = by_id(project_id_)
+        if found is None:
+            raise UnknownProjectError(f"unknown project id '{project_id_}' (see `memlane projects`)")
+        return found
+    return identify(cwd or os.getcwd())

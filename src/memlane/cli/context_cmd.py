@@ -20,23 +20,16 @@ from memlane import config, project
 from memlane.cli import render
 from memlane.context import rules
 from memlane.context.compose import PERSISTENT_TITLE, TASKS, VOLATILE_TITLE, PromptComposer, serialize
-from memlane.context.scope import ContextError, ContextScope, PersistenceKind
+from memlane.context.scope import ContextScope, PersistenceKind
 from memlane.context.service import AppContextService, PromptContext, RefreshTrigger, normalize
 from memlane.context.store import project_store
-from memlane.memory import MemoryError_
 
 DAEMON_DEADLINE_MS = 1500
 
 
 def _project(ctx: click.Context) -> project.Project:
     obj = ctx.find_root().obj
-    pid = getattr(obj, "project_id", None)
-    if pid:
-        found = project.by_id(pid)
-        if found is None:
-            raise MemoryError_(f"unknown project id {pid!r} (see `memlane projects`)")
-        return found
-    return project.identify(getattr(obj, "cwd", None) or os.getcwd())
+    return project.resolve(getattr(obj, "cwd", None), getattr(obj, "project_id", None))
 
 
 def _service(proj: project.Project, cfg: config.Config) -> AppContextService:
@@ -125,10 +118,7 @@ def _parse_value(raw: str, as_json: bool) -> Any:
 def _change(ctx: click.Context, key: str, value: Any, persistent: bool) -> dict[str, Any]:
     cfg = config.load()
     proj = _project(ctx)
-    try:
-        applied = normalize(proj.root_str, {key: value}, cfg)
-    except ContextError as exc:
-        raise click.ClickException(str(exc)) from exc
+    applied = normalize(proj.root_str, {key: value}, cfg)  # a ContextError becomes one line in cli.main.Group
     if persistent:
         if rules.owned(key):
             raise click.ClickException(f"{key} comes from the project's files; edit the file instead")
@@ -221,10 +211,7 @@ def compose(
         return
     if body == "-":
         body = sys.stdin.read()
-    try:
-        parts = PromptComposer(cfg).compose_parts(task_type, snap, body or "", header=header, max_chars=max_chars)
-    except ContextError as exc:
-        raise click.ClickException(str(exc)) from exc
+    parts = PromptComposer(cfg).compose_parts(task_type, snap, body or "", header=header, max_chars=max_chars)
     if as_json:
         render.emit_json(parts.as_dict())
     else:

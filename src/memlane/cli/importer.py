@@ -54,12 +54,7 @@ def _project(ctx: click.Context, project_path: str | None) -> project.Project:
     obj = ctx.find_root().obj
     if project_path:
         return project.identify(project_path)
-    if obj.project_id:
-        found = project.by_id(obj.project_id)
-        if found is None:
-            raise click.ClickException(f"unknown project id '{obj.project_id}' (see `memlane projects`)")
-        return found
-    return project.identify(obj.cwd or os.getcwd())
+    return project.resolve(obj.cwd, obj.project_id)
 
 
 def _run(ctx: click.Context, scope: dict[str, Any], dry_run: bool, force: bool) -> tuple[Report, Importer]:

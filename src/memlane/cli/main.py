@@ -8,11 +8,11 @@ from typing import Any
 
 import click
 
-from memlane import __version__, config, paths, project
+from memlane import __version__, paths, project
 from memlane.cli import render
-from memlane.cli.params import WHEN
-from memlane.memory import Memory, MemoryError_
-from memlane.store.db import EVENT_TYPES
+from memlane.cli.params import EVENT_TYPE, WHEN
+from memlane.errors import MemlaneError
+from memlane.memory import Memory
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 
@@ -30,14 +30,13 @@ pass_ctx = click.make_pass_decorator(Ctx)
 
 
 class Group(click.Group):
-    """Turns memlane's user errors into one-line messages with exit status 1."""
+    """The one place the CLI turns a ``MemlaneError`` (any command, any group) into ``Error: <message>``
+    and exit status 1; anything else is a bug and keeps its traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        from memlane.install import InstallError
-
         try:
             return super().invoke(ctx)
-        except (config.ConfigError, MemoryError_, InstallError) as exc:
+        except MemlaneError as exc:
             raise click.ClickException(str(exc)) from exc
 
 
@@ -58,7 +57,7 @@ def cli(ctx: click.Context, cwd: str | None, project_id: str | None) -> None:
 
 @cli.command()
 @click.option("--session", "-s", help="Only this session id.")
-@click.option("--type", "-t", "types", multiple=True, type=click.Choice(EVENT_TYPES), help="Event type (repeatable).")
+@click.option("--type", "-t", "types", multiple=True, type=EVENT_TYPE, help="Event type (repeatable).")
 @click.option("--since", type=WHEN, help="From this time (2026-11-01, 7d, 12h).")
 @click.option("--until", type=WHEN, help="Before this time.")
 @click.option("--limit", "-n", default=30, show_default=True, type=click.IntRange(1, 100000))
@@ -132,7 +131,7 @@ def timeline(obj: Ctx, ref: str, before: int, after: int, as_json: bool) -> None
 @click.argument("query", nargs=-1, required=True)
 @click.option("--limit", "-n", default=10, show_default=True, type=click.IntRange(1, 200))
 @click.option("--session", "-s", help="Only this session id.")
-@click.option("--type", "-t", "types", multiple=True, type=click.Choice(EVENT_TYPES), help="Event type (repeatable).")
+@click.option("--type", "-t", "types", multiple=True, type=EVENT_TYPE, help="Event type (repeatable).")
 @click.option("--since", type=WHEN)
 @click.option("--until", type=WHEN)
 @click.option(

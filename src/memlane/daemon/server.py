@@ -30,12 +30,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memlane import __version__, config
 from memlane.daemon import context_routes, state
+from memlane.errors import InputError, MemlaneError
 from memlane.logs import log
-from memlane.memory import Memory, MemoryError_
+from memlane.memory import Memory
 from memlane.retrieval.engine import Engine
 
 
-class DaemonError(RuntimeError):
+class DaemonError(MemlaneError, RuntimeError):
     """A daemon that cannot start (already running, port taken); one-line message."""
 
 
@@ -86,9 +87,9 @@ class Daemon:
     def memory(self, body: dict[str, Any]) -> Memory:
         cwd, pid = body.get("cwd"), body.get("project_id")
         if (cwd is not None and not isinstance(cwd, str)) or (pid is not None and not isinstance(pid, str)):
-            raise MemoryError_("cwd and project_id must be strings")
+            raise InputError("cwd and project_id must be strings")
         if not cwd and not pid:
-            raise MemoryError_("give cwd or project_id")
+            raise InputError("give cwd or project_id")
         return Memory.open(cwd, project_id=pid, cfg=self.cfg)
 
     async def health(self, request: Request) -> JSONResponse:
@@ -106,22 +107,25 @@ class Daemon:
         )
 
     def _search(self, body: dict[str, Any]) -> dict[str, Any]:
-        query = body.get("query")
-        if not isinstance(query, str) or not query.strip():
-            raise MemoryError_("query must be a non-empty string")
-        limit = body.get("limit", 10)
-        if not isinstance(limit, int) or not 1 <= limit <= 200:
-            raise MemoryError_("limit must be an integer from 1 to 200")
+        """One ``Memory.search`` call: the library checks the query, limit, types and since/until, so
+        HTTP accepts and refuses exactly what the CLI and MCP tools do. Only JSON shapes are checked here."""
+        for name in ("types", "exclude_ids"):
+            value = body.get(name)
+            if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+                raise InputError(f"{name} must be a list of strings")
+        for name in ("session", "since", "until"):
+            if body.get(name) is not None and not isinstance(body[name], str):
+                raise InputError(f"{name} must be a string")
         with self.memory(body) as mem:
-            hits = self.engine.search(
-                mem,
-                query,
-                limit=limit,
+            hits = mem.search(
+                body.get("query"),  # type: ignore[arg-type]  # checked by Memory.search
+                limit=body.get("limit", 10),
                 types=body.get("types"),
                 session=body.get("session"),
                 since=body.get("since"),
                 until=body.get("until"),
-                exclude_ids=body.get("exclude_ids") or [],
+                exclude_ids=body.get("exclude_ids") or (),
+                engine=self.engine,
             )
             return {"project_id": mem.project.id, "results": [h.as_dict() for h in hits]}
 
@@ -130,14 +134,27 @@ class Daemon:
 
         prompt = body.get("prompt")
         if not isinstance(prompt, str):
-            raise MemoryError_("prompt must be a string")
+            raise InputError("prompt must be a string")
         with self.memory(body) as mem:
             hits = self.engine.relevant(mem, prompt, list(body.get("exclude_ids") or []))
             context = context_routes.inject_context(self, mem, body)
             text = hits_context(hits, mem.config, mem.project.id, context)
             return {"context": text, "results": [h.event.cite for h in hits]}
 
-    async def _json_route(self, request: Request, fn: Any) -> JSONResponse:
+    async def answer(self, fn: Any, arg: dict[str, Any]) -> JSONResponse:
+        """Run one library call off the event loop. The one place the HTTP API turns a
+        ``MemlaneError`` into a 400 with its one-line message (every route comes through here)."""
+        self.touch()
+        try:
+            from starlette.concurrency import run_in_threadpool
+
+            return JSONResponse(await run_in_threadpool(fn, arg))
+        except MemlaneError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        finally:
+            self.touch()
+
+    async def json_route(self, request: Request, fn: Any) -> JSONResponse:
         self.touch()
         try:
             body = await request.json()
@@ -145,20 +162,13 @@ class Daemon:
             return JSONResponse({"error": "body must be JSON"}, status_code=400)
         if not isinstance(body, dict):
             return JSONResponse({"error": "body must be a JSON object"}, status_code=400)
-        try:
-            from starlette.concurrency import run_in_threadpool
-
-            return JSONResponse(await run_in_threadpool(fn, body))
-        except (MemoryError_, config.ConfigError) as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        finally:
-            self.touch()
+        return await self.answer(fn, body)
 
     async def search(self, request: Request) -> JSONResponse:
-        return await self._json_route(request, self._search)
+        return await self.json_route(request, self._search)
 
     async def inject(self, request: Request) -> JSONResponse:
-        return await self._json_route(request, self._inject)
+        return await self.json_route(request, self._inject)
 
     async def shutdown(self, request: Request) -> JSONResponse:
         self.stop.set()

@@ -18,9 +18,9 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from memlane import __version__, config
+from memlane.errors import MemlaneError
 from memlane.logs import log
-from memlane.mcp.tools import MAX_REFS, MemoryTools, Reply, ToolInputError
-from memlane.memory import MemoryError_
+from memlane.mcp.tools import MAX_REFS, MemoryTools, Reply
 from memlane.store.db import EVENT_TYPES
 
 NAME = "memlane"
@@ -72,7 +72,7 @@ def _result(reply: Reply) -> CallToolResult:
 def _run(call: Callable[[], Reply]) -> CallToolResult:
     try:
         return _result(call())
-    except (ToolInputError, MemoryError_) as exc:
+    except MemlaneError as exc:  # the one place a memlane error becomes an MCP tool error
         raise ToolError(str(exc)) from exc
     except sqlite3.Error as exc:  # locked or damaged store: say so plainly; `memlane doctor` explains more
         log("mcp", "error", f"store error in a tool call: {exc!r}")

@@ -21,12 +21,13 @@ from typing import Any
 
 from memlane import config, paths
 from memlane import project as projects
-from memlane.memory import Memory, MemoryError_
+from memlane.errors import InputError
+from memlane.memory import Memory
 from memlane.privacy import filter_text, filter_value
 from memlane.retrieval.disclosure import index_row, one_line
 from memlane.retrieval.hybrid import Hit
 from memlane.store import keys
-from memlane.store.db import EVENT_TYPES, Event, Store
+from memlane.store.db import Event
 
 MAX_REFS = 20
 LIMITS = {
@@ -44,7 +45,7 @@ NEXT_STEP = (
 )
 
 
-class ToolInputError(ValueError):
+class ToolInputError(InputError):
     """A call the model should fix; the message is one line and says how."""
 
 
@@ -80,19 +81,6 @@ def check_ref(ref: Any, what: str = "ref") -> str:
             raise ToolInputError(f"malformed citation {ref!r}: citations look like mem:abc123 (six letters/digits)")
         return f"mem:{keys.parse_citation(ref)}"
     return ref
-
-
-def parse_when(value: str | None, name: str) -> str | None:
-    if value is None or not str(value).strip():
-        return None
-    import click
-
-    from memlane.cli.params import WHEN
-
-    try:
-        return WHEN.convert(value, None, None)
-    except click.BadParameter as exc:
-        raise ToolInputError(f"{name}: {exc.message}") from exc
 
 
 def day(ts: str) -> str:
@@ -194,7 +182,7 @@ class MemoryTools:
 
     def open(self, project: str | None) -> Memory:
         proj = self.resolve(project)
-        return Memory(proj, self.cfg, Store(proj.db_path, proj.id, self.cfg.store.busy_timeout_ms))
+        return Memory.existing(proj, self.cfg)
 
     def clean(self, event: Event) -> Event:
         meta, _ = filter_value(event.metadata, self.cfg.privacy)
@@ -221,10 +209,7 @@ class MemoryTools:
         return self.clean(event)
 
     def _search(self, mem: Memory, query: str, limit: int, **filters: Any) -> list[Hit]:
-        try:
-            hits = mem.search(query, limit=limit, engine=self.engine, semantic=self.engine is not None, **filters)
-        except MemoryError_ as exc:
-            raise ToolInputError(str(exc)) from exc
+        hits = mem.search(query, limit=limit, engine=self.engine, semantic=self.engine is not None, **filters)
         return [Hit(self.clean(h.event), h.score, h.sources, h.confidence) for h in hits]
 
     @staticmethod
@@ -244,19 +229,11 @@ class MemoryTools:
         until: str | None = None,
         project: str | None = None,
     ) -> Reply:
+        # Query, types and since/until are checked by Memory.search, as for every other entry point;
+        # the tool only caps how many results a model is handed.
         query = (query or "").strip()
-        if not query:
-            raise ToolInputError("query is empty: say what to look for (words, an error message, a file name)")
         check_range("limit", limit)
-        for t in types or ():
-            if t not in EVENT_TYPES:
-                raise ToolInputError(f"unknown event type '{t}' (one of: {', '.join(EVENT_TYPES)})")
-        filters = {
-            "types": list(types or ()) or None,
-            "session": (session or "").strip() or None,
-            "since": parse_when(since, "since"),
-            "until": parse_when(until, "until"),
-        }
+        filters = {"types": types, "session": (session or "").strip() or None, "since": since, "until": until}
         with self.open(project) as mem:
             rows = [index_row(h) for h in self._search(mem, query, limit, **filters)]
             where = self._where(mem)

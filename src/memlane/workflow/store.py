@@ -14,6 +14,7 @@ import re
 import time
 
 from memlane import paths
+from memlane.errors import MemlaneError
 from memlane.filelock import FileLock
 
 TYPE_CHECKING = False
@@ -25,7 +26,7 @@ LINK_DIR = (".claude", "docs", "memory")
 REF_NAME = ".memory-ref"
 
 
-class WorkflowError(ValueError):
+class WorkflowError(MemlaneError, ValueError):
     """A user-facing problem with a workflow memory; the message is one line."""
 
 
