@@ -182,9 +182,6 @@ class Daemon:
             Route("/api/shutdown", self.shutdown, methods=["POST"]),
             *context_routes.routes(self),
         ]
-        extra = getattr(self, "extra_routes", None)
-        if extra:
-            routes.extend(extra(self))
         return Guard(Starlette(routes=routes), token, port)
 
     # ---- background work -----------------------------------------------------------------------
