@@ -8,7 +8,6 @@ atomically; installing twice changes nothing the second time.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import sys
 import time
@@ -16,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from memlane import atomic
 from memlane.errors import MemlaneError
 
 Scope = Literal["user", "project", "local"]
@@ -148,11 +148,7 @@ def _write(path: Path, settings: dict[str, Any]) -> Path | None:
     if path.exists():
         backup = path.with_name(f"{path.name}.memlane-backup-{time.strftime('%Y%m%d-%H%M%S')}")
         shutil.copy2(path, backup)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(settings, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    if path.exists():
-        shutil.copymode(path, tmp)
-    os.replace(tmp, path)
+    atomic.write_text(path, json.dumps(settings, indent=2, ensure_ascii=False) + "\n")  # keeps the file's mode
     return backup
 
 

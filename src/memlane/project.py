@@ -14,7 +14,7 @@ import os
 import re
 import time
 
-from memlane import paths
+from memlane import atomic, paths
 from memlane.errors import UnknownProjectError
 from memlane.store.keys import sha256_hex
 
@@ -135,10 +135,7 @@ def register(project: Project) -> None:
         return
     paths.ensure_dir(directory)
     body = {"id": project.id, "root": project.root_str, "name": project.name, "created_at": time.time()}
-    tmp = os.path.join(directory, f".project.json.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        json.dump(body, fh, indent=2)
-    os.replace(tmp, meta)
+    atomic.write_text(meta, json.dumps(body, indent=2))
 
 
 def known_projects() -> list[dict[str, object]]:

@@ -14,7 +14,7 @@ import json
 import os
 import time
 
-from memlane import paths
+from memlane import atomic, paths
 from memlane.logs import log
 from memlane.store.db import NewEvent, Store
 
@@ -40,14 +40,8 @@ def write(project_id: str, project_root: str, events: list[NewEvent], reason: st
             "reason": reason,
             "events": [e.to_json() for e in events],
         }
-        tmp = os.path.join(directory, f".{name}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(body, fh, ensure_ascii=False)
-            fh.flush()
-            os.fsync(fh.fileno())
         final = os.path.join(directory, f"{name}.json")
-        os.replace(tmp, final)
+        atomic.write_text(final, json.dumps(body, ensure_ascii=False), atomic.PRIVATE)
         return final
     except Exception as exc:  # noqa: BLE001 - the last line of defence; report and carry on
         log("hooks", "error", f"spool write failed, {len(events)} event(s) lost: {exc!r}")

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import tomllib
 from typing import Any
 
 import click
 import tomli_w
 
-from memlane import config, paths
+from memlane import atomic, config, paths
 from memlane.cli import render
 
 
@@ -44,10 +43,7 @@ def _write(data: dict[str, dict[str, Any]]) -> None:
     cfg = config.Config()
     config._apply(cfg, data, "config")  # validate the whole file before writing anything
     path = paths.config_path()
-    tmp = path.with_name(f".config.toml.{os.getpid()}.tmp")
-    tmp.write_text(render_toml(config.as_dict(cfg), data), encoding="utf-8")
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    atomic.write_text(path, render_toml(config.as_dict(cfg), data), atomic.PRIVATE)
 
 
 @click.group("config")

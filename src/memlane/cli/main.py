@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
-from memlane import __version__, paths, project
+from memlane import __version__, atomic, paths, project
 from memlane.cli import render
 from memlane.cli.params import EVENT_TYPE, WHEN
 from memlane.errors import MemlaneError
@@ -233,10 +232,8 @@ def export(obj: Ctx, fmt: str, output: str | None, session: str | None, since: s
     filters = {k: v for k, v in {"session": session, "since": since}.items() if v}
     with obj.memory() as mem:
         if output:
-            tmp = Path(output).with_name(f".{Path(output).name}.tmp")
-            with open(tmp, "w", encoding="utf-8") as fh:
+            with atomic.replacing(output) as fh:
                 count = mem.export(fmt, fh, **filters)
-            tmp.replace(output)
             render.err_console.print(f"Exported {count} event(s) to {output}")
         else:
             mem.export(fmt, sys.stdout, **filters)

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from memlane import atomic
 from memlane.install import InstallError, hook_command, read_json_object, read_text
 
 SERVER = "memlane"
@@ -107,11 +108,7 @@ def _write(path: Path, text: str) -> Path | None:
     if path.exists():
         backup = _backup_name(path)
         shutil.copy2(path, backup)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    if path.exists():
-        shutil.copymode(path, tmp)
-    os.replace(tmp, path)
+    atomic.write_text(path, text)  # keeps the file's mode
     return backup
 
 
