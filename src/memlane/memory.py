@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
-from typing import Any, TextIO
+from typing import IO, Any
 
 from memlane import config, moments, project
 from memlane.errors import InputError, MemlaneError, NotFoundError
@@ -152,7 +152,7 @@ class Memory:
             return
         forget_vectors(self.project.id, event_ids)
 
-    def export(self, fmt: str, out: TextIO, **filters: Any) -> int:
+    def export(self, fmt: str, out: IO[str], **filters: Any) -> int:
         events: Iterator[Event] | list[Event]
         events = (
             self.store.history(oldest_first=True, limit=-1, **_filters(filters))
