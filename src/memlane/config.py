@@ -332,7 +332,8 @@ def _apply(cfg: Config, data: dict[str, Any], source: str) -> None:
             setattr(target, key, _check_value(f"{source}: {section}.{key}", value, hints[key]))
 
 
-def _parse_env_value(raw: str) -> Any:
+def parse_value(raw: str) -> Any:
+    """A value typed by a user (environment, ``config set``): TOML when it parses, else the string."""
     import tomllib
 
     try:
@@ -352,7 +353,7 @@ def env_overrides(environ: dict[str, str] | os._Environ[str] | None = None) -> d
         section, _, key = rest.partition("_")
         if section not in SECTIONS:
             continue  # other MEMLANE_* variables (e.g. test switches) are not config
-        out.setdefault(section, {})[key] = _parse_env_value(raw)
+        out.setdefault(section, {})[key] = parse_value(raw)
     return out
 
 

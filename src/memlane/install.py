@@ -131,25 +131,48 @@ def strip_ours(settings: dict[str, Any]) -> int:
 
 def add_ours(settings: dict[str, Any], command: str) -> list[str]:
     hooks = settings.setdefault("hooks", {})
-    for event, spec in HOOKS.items():
-        entry: dict[str, Any] = {"type": "command", "command": f"{command} {event}", "timeout": spec["timeout"]}
-        if spec["async"]:
-            entry["async"] = True
-        group: dict[str, Any] = {"hooks": [entry]}
-        if "matcher" in spec:
-            group = {"matcher": spec["matcher"], **group}
-        hooks.setdefault(event, []).append(group)
+    for event in HOOKS:
+        hooks.setdefault(event, []).append(hook_group(event, f"{command} {event}"))
     return list(HOOKS)
 
 
+def hook_group(event: str, command_line: str) -> dict[str, Any]:
+    """The Claude Code hook group that runs ``command_line`` for ``event`` (settings.json and the plugin)."""
+    spec = HOOKS[event]
+    entry: dict[str, Any] = {"type": "command", "command": command_line, "timeout": spec["timeout"]}
+    if spec["async"]:
+        entry["async"] = True
+    group: dict[str, Any] = {"hooks": [entry]}
+    if "matcher" in spec:
+        group = {"matcher": spec["matcher"], **group}
+    return group
+
+
 def _write(path: Path, settings: dict[str, Any]) -> Path | None:
+    return write_with_backup(path, json.dumps(settings, indent=2, ensure_ascii=False) + "\n")
+
+
+def write_with_backup(path: Path, text: str) -> Path | None:
+    """Copy the old file (if any) to a new ``<name>.memlane-backup-<time>``, then replace it atomically,
+    keeping its permissions. Returns the backup. Used for every settings file memlane edits for a user."""
     backup = None
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
-        backup = path.with_name(f"{path.name}.memlane-backup-{time.strftime('%Y%m%d-%H%M%S')}")
+        backup = _backup_name(path)
         shutil.copy2(path, backup)
-    atomic.write_text(path, json.dumps(settings, indent=2, ensure_ascii=False) + "\n")  # keeps the file's mode
+    atomic.write_text(path, text)
     return backup
+
+
+def _backup_name(path: Path) -> Path:
+    """A name no earlier backup has: two installs in one second must not overwrite the first backup."""
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    candidate = path.with_name(f"{path.name}.memlane-backup-{stamp}")
+    n = 1
+    while candidate.exists():
+        n += 1
+        candidate = path.with_name(f"{path.name}.memlane-backup-{stamp}-{n}")
+    return candidate
 
 
 def install(path: Path, command: str | None = None, dry_run: bool = False) -> Change:

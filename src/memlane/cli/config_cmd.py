@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import tomllib
 from typing import Any
 
 import click
@@ -30,13 +29,6 @@ def render_toml(values: dict[str, dict[str, Any]], user_set: dict[str, dict[str,
             line = "\n".join("# " + part for part in tomli_w.dumps({key: default}).strip().splitlines())
         out.append(line)
     return "\n".join(out) + "\n"
-
-
-def _parse(raw: str) -> Any:
-    try:
-        return tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
-        return raw
 
 
 def _write(data: dict[str, dict[str, Any]]) -> None:
@@ -81,7 +73,7 @@ def set_(key: str, value: str) -> None:
     if not name:
         raise click.UsageError("give a key as section.key, e.g. injection.max_chars")
     data = config.read_file(paths.config_path())
-    data.setdefault(section, {})[name] = _parse(value)
+    data.setdefault(section, {})[name] = config.parse_value(value)
     _write(data)
     click.echo(f"{key} = {tomli_w.dumps({'v': config.get_value(config.load(), key)})[4:].strip()}")
 
