@@ -294,7 +294,7 @@ def main(argv: list[str]) -> int:
         if out:
             sys.stdout.write(out + "\n")
             sys.stdout.flush()
-    except HookInputError as exc:
+    except MemlaneError as exc:  # a bad payload or config.toml: say what, in the log; Claude Code goes on
         log("hooks", "warning", f"{event}: {exc}")
     except BaseException as exc:  # noqa: BLE001 - fail open: Claude Code must never see a traceback
         log("hooks", "error", f"{event}: unexpected {exc!r}")
