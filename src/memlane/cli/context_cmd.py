@@ -225,13 +225,15 @@ def _native(
     if max_chars is not None:
         cfg.injection.max_chars = max_chars
     if task_type == "mcp_context_pack":
-        from memlane.mcp.tools import MemoryTools, ToolInputError
+        from memlane.context import pack
+        from memlane.errors import NotFoundError
+        from memlane.memory import Memory
 
-        try:
-            tools = MemoryTools(cfg, default_project=proj.root_str)
-            return tools.context_pack(prompt or None, max_chars=max_chars or 6000).text
-        except ToolInputError as exc:
-            raise click.ClickException(str(exc)) from exc
+        if not proj.db_path.exists():
+            raise NotFoundError(f"no memory for project {proj.root_str}; run `memlane install` or `memlane import`")
+        with Memory.existing(proj, cfg) as mem:
+            # The context the MCP tool would use (daemon or stored snapshots), not this command's own.
+            return pack.build(mem, prompt or None, max_chars=max_chars or 6000).text
     from memlane.capture import inject
     from memlane.store.db import Store
 
