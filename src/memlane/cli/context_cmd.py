@@ -23,6 +23,7 @@ from memlane.context.compose import PERSISTENT_TITLE, TASKS, VOLATILE_TITLE, Pro
 from memlane.context.scope import ContextScope, PersistenceKind
 from memlane.context.service import AppContextService, PromptContext, RefreshTrigger, normalize
 from memlane.context.store import project_store
+from memlane.memory import Memory
 
 DAEMON_DEADLINE_MS = 1500
 
@@ -66,10 +67,9 @@ def _context(proj: project.Project, cfg: config.Config, session: str | None) -> 
         session_values = {"sessionId": session}
         if proj.db_path.exists():
             from memlane.context.gather import session_values as gather_session
-            from memlane.store.db import Store
 
-            with Store(proj.db_path, proj.id, cfg.store.busy_timeout_ms) as store:
-                session_values = gather_session(store, session, proj.root_str, cfg)
+            with Memory.existing(proj, cfg) as mem:
+                session_values = gather_session(mem.store, session, proj.root_str, cfg)
     ctx = svc.context_for_prompt(session_values)
     ctx.status = status
     return ctx, "local"
@@ -227,7 +227,6 @@ def _native(
     if task_type == "mcp_context_pack":
         from memlane.context import pack
         from memlane.errors import NotFoundError
-        from memlane.memory import Memory
 
         if not proj.db_path.exists():
             raise NotFoundError(f"no memory for project {proj.root_str}; run `memlane install` or `memlane import`")
@@ -235,13 +234,12 @@ def _native(
             # The context the MCP tool would use (daemon or stored snapshots), not this command's own.
             return pack.build(mem, prompt or None, max_chars=max_chars or 6000).text
     from memlane.capture import inject
-    from memlane.store.db import Store
 
     if task_type == "prompt_injection" and not prompt:
         raise click.UsageError("prompt_injection needs --prompt (or give --body)")
     if not proj.db_path.exists():
         return inject.compose(task_type, cfg, snap, [], inject.START_HEADER)
-    with Store(proj.db_path, proj.id, cfg.store.busy_timeout_ms) as store:
+    with Memory.existing(proj, cfg) as mem:
         if task_type == "session_start":
-            return inject.session_start_context(store, "", cfg, context=snap)
-        return inject.prompt_context(store, prompt, cfg, context=snap)
+            return inject.session_start_context(mem.store, "", cfg, context=snap)
+        return inject.prompt_context(mem.store, prompt, cfg, context=snap)
