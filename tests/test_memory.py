@@ -18,7 +18,7 @@ from memlane.hooks import HookInputError
 from memlane.importers.run import ImportError_
 from memlane.install import InstallError
 from memlane.mcp.tools import ToolInputError
-from memlane.memory import Memory, MemoryError_
+from memlane.memory import Memory
 from memlane.regions.model import RegionError
 from memlane.workflow.store import WorkflowError
 
@@ -77,7 +77,3 @@ def test_an_unknown_project_id(proj: Path) -> None:
 def test_every_user_error_is_a_memlane_error_and_still_its_old_builtin(error: type, builtin: type) -> None:
     assert issubclass(error, MemlaneError)
     assert issubclass(error, builtin)  # code that caught the builtin before this hierarchy still does
-
-
-def test_the_old_library_error_name_catches_them_all() -> None:
-    assert MemoryError_ is MemlaneError

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import IO, Any
+
+TYPE_CHECKING = False  # typing itself costs milliseconds of hook start-up
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+    from typing import IO, Any
 
 PRIVATE = 0o600
 

@@ -118,7 +118,7 @@ class Daemon:
                 raise InputError(f"{name} must be a string")
         with self.memory(body) as mem:
             hits = mem.search(
-                body.get("query"),  # type: ignore[arg-type]  # checked by Memory.search
+                body.get("query", ""),  # a missing or non-string query is refused by Memory.search
                 limit=body.get("limit", 10),
                 types=body.get("types"),
                 session=body.get("session"),
