@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 
 from memlane import paths
+from memlane.errors import MemlaneError
 
 TYPE_CHECKING = False  # typing itself costs ~8 ms of hook start-up
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ if TYPE_CHECKING:
     from typing import Any, ClassVar, Literal
 
 
-class ConfigError(ValueError):
+class ConfigError(MemlaneError, ValueError):
     """A config file or override that cannot be used; the message names the key."""
 
 
@@ -347,7 +348,8 @@ def _check_patterns(key: str, patterns: list[str]) -> None:
             raise ConfigError(f"{key}: regular expression {raw!r} matches the empty string")
 
 
-def _parse_env_value(raw: str) -> Any:
+def parse_value(raw: str) -> Any:
+    """A value typed by a user (environment, ``config set``): TOML when it parses, else the string."""
     import tomllib
 
     try:
@@ -367,7 +369,7 @@ def env_overrides(environ: dict[str, str] | os._Environ[str] | None = None) -> d
         section, _, key = rest.partition("_")
         if section not in SECTIONS:
             continue  # other MEMLANE_* variables (e.g. test switches) are not config
-        out.setdefault(section, {})[key] = _parse_env_value(raw)
+        out.setdefault(section, {})[key] = parse_value(raw)
     return out
 
 

@@ -17,6 +17,7 @@ import time
 from memlane import config, logs, paths, project
 from memlane.capture import events as build
 from memlane.capture import inject, own, spool
+from memlane.errors import MemlaneError
 from memlane.logs import log
 from memlane.store.db import NewEvent, Store
 
@@ -42,7 +43,7 @@ INJECTING = ("SessionStart", "UserPromptSubmit")
 SPOOL_BATCH = 20
 
 
-class HookInputError(ValueError):
+class HookInputError(MemlaneError, ValueError):
     """A payload we cannot use; logged, never raised to Claude Code."""
 
 
@@ -307,7 +308,7 @@ def main(argv: list[str]) -> int:
         if out:
             sys.stdout.write(out + "\n")
             sys.stdout.flush()
-    except HookInputError as exc:
+    except MemlaneError as exc:  # a bad payload or config.toml: say what, in the log; Claude Code goes on
         log("hooks", "warning", f"{event}: {exc}")
     except BaseException as exc:  # noqa: BLE001 - fail open: Claude Code must never see a traceback
         log("hooks", "error", f"{event}: unexpected {exc!r}")

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from memlane import atomic
+from memlane.errors import MemlaneError
+
 Scope = Literal["user", "project", "local"]
 MARK = "memlane hook"
 # Hooks that return context must be synchronous; capture-only hooks run async so Claude never waits —
@@ -33,7 +36,7 @@ HOOKS: dict[str, dict[str, Any]] = {
 }
 
 
-class InstallError(RuntimeError):
+class InstallError(MemlaneError, RuntimeError):
     """A settings file we must not touch (unreadable, not JSON, wrong shape)."""
 
 
@@ -129,14 +132,8 @@ def strip_ours(settings: dict[str, Any]) -> int:
 
 def add_ours(settings: dict[str, Any], command: str) -> list[str]:
     hooks = settings.setdefault("hooks", {})
-    for event, spec in HOOKS.items():
-        entry: dict[str, Any] = {"type": "command", "command": f"{command} {event}", "timeout": spec["timeout"]}
-        if spec["async"]:
-            entry["async"] = True
-        group: dict[str, Any] = {"hooks": [entry]}
-        if "matcher" in spec:
-            group = {"matcher": spec["matcher"], **group}
-        hooks.setdefault(event, []).append(group)
+    for event in HOOKS:
+        hooks.setdefault(event, []).append(hook_group(event, f"{command} {event}"))
     return list(HOOKS)
 
 
@@ -162,16 +159,30 @@ def backup_copy(path: Path) -> Path:
     return candidate
 
 
+def hook_group(event: str, command_line: str) -> dict[str, Any]:
+    """The Claude Code hook group that runs ``command_line`` for ``event`` (settings.json and the plugin)."""
+    spec = HOOKS[event]
+    entry: dict[str, Any] = {"type": "command", "command": command_line, "timeout": spec["timeout"]}
+    if spec["async"]:
+        entry["async"] = True
+    group: dict[str, Any] = {"hooks": [entry]}
+    if "matcher" in spec:
+        group = {"matcher": spec["matcher"], **group}
+    return group
+
+
 def _write(path: Path, settings: dict[str, Any]) -> Path | None:
+    return write_with_backup(path, json.dumps(settings, indent=2, ensure_ascii=False) + "\n")
+
+
+def write_with_backup(path: Path, text: str) -> Path | None:
+    """Copy the old file (if any) into memlane's data dir (``backup_copy``), then replace it atomically,
+    keeping its permissions. Returns the backup. Used for every settings file memlane edits for a user."""
     backup = None
     path.parent.mkdir(parents=True, exist_ok=True)
     if path.exists():
-        backup = backup_copy(path)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(settings, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    if path.exists():
-        shutil.copymode(path, tmp)
-    os.replace(tmp, path)
+        backup = backup_copy(path)  # in memlane's data dir, not beside a config that may be committed
+    atomic.write_text(path, text)
     return backup
 
 

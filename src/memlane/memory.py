@@ -11,19 +11,20 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator, Sequence
-from pathlib import Path
-from typing import Any, TextIO
+from typing import IO, Any
 
-from memlane import config, project
+from memlane import config, moments, project
+from memlane.errors import InputError, MemlaneError, NotFoundError
 from memlane.logs import log
 from memlane.store.db import EVENT_TYPES, Event, Store
 
+# The name this module's errors had before ``memlane.errors``; ``except MemoryError_`` catches them all.
+MemoryError_ = MemlaneError
 
-class MemoryError_(LookupError):
-    """A user-facing lookup failure (unknown id, project, …); the message is one line."""
+MAX_LIMIT = 200
 
 
-class NoMemoryYet(MemoryError_):
+class NoMemoryYet(NotFoundError):
     """A read found no store for the project: reads never create one (it would then show up as a project)."""
 
 
@@ -46,17 +47,18 @@ class Memory:
         ``create=False`` a project without a store raises ``NoMemoryYet`` (the CLI says so); with
         ``create=None`` it gets an empty in-memory store (the daemon and workers answer "nothing")."""
         cfg = cfg or config.load()
-        if project_id:
-            proj = project.by_id(project_id)
-            if proj is None:
-                raise MemoryError_(f"unknown project id '{project_id}' (see `memlane projects`)")
-        else:
-            proj = project.identify(cwd or os.getcwd())
+        proj = project.resolve(cwd, project_id)
         if not create and not os.path.exists(proj.db_file):
             if create is None:
                 return cls(proj, cfg, Store.empty(proj.id))
             raise NoMemoryYet(f"no memory for this project yet ({proj.root})")
         project.register(proj)
+        return cls.existing(proj, cfg)
+
+    @classmethod
+    def existing(cls, proj: project.Project, cfg: config.Config | None = None) -> Memory:
+        """A project already found (and registered): opens its store, registers nothing."""
+        cfg = cfg or config.load()
         return cls(proj, cfg, Store(proj.db_path, proj.id, cfg.store.busy_timeout_ms))
 
     def close(self) -> None:
@@ -73,12 +75,11 @@ class Memory:
     def get(self, ref: str) -> Event:
         event = self.store.get(ref)
         if event is None:
-            raise MemoryError_(f"no event '{ref}' in project {self.project.id}")
+            raise NotFoundError(f"no event '{ref}' in project {self.project.id}")
         return event
 
     def history(self, **filters: Any) -> list[Event]:
-        _check_types(filters.get("types"))
-        return self.store.history(**filters)
+        return self.store.history(**_filters(filters))
 
     def timeline(self, ref: str, before: int = 3, after: int = 3) -> list[Event]:
         return self.store.neighbours(self.get(ref), before, after)
@@ -103,22 +104,27 @@ class Memory:
         until: str | None = None,
         semantic: bool = True,
         engine: Any = None,
+        exclude_ids: Sequence[str] = (),
     ) -> list[Any]:
         """Hybrid search (BM25 + vectors + recency + type) → ``retrieval.hybrid.Hit`` list, best first.
 
-        ``semantic=False`` (or no embedding model) searches full-text only, on the same score scale.
+        ``since``/``until`` take a date or an age (``7d``); ``semantic=False`` (or no embedding model)
+        searches full-text only, on the same score scale; ``engine`` is a warm ``Engine`` to reuse.
+        Every entry point comes through here, so all of them accept and refuse the same input.
         """
-        if not query.strip():
-            raise MemoryError_("empty search query")
-        _check_types(types)
+        check_query(query)
+        check_limit(limit)
+        filters = _filters({"session": session or None, "types": list(types or ()) or None,
+                            "since": since, "until": until})  # fmt: skip
         from memlane.retrieval.engine import Engine
 
         engine = engine or Engine(self.config, vectors=semantic)
-        return list(engine.search(self, query, limit=limit, session=session, types=types, since=since, until=until))
+        return list(engine.search(self, query, limit=limit, exclude_ids=list(exclude_ids), **filters))
 
     # ---- curating ------------------------------------------------------------------------------
 
     def forget_preview(self, **selector: Any) -> list[tuple[str, str]]:
+        selector = _forget_selector(selector)
         ids = selector.get("ids") or ()
         if ids:
             resolved = []
@@ -129,6 +135,7 @@ class Memory:
 
     def forget(self, **selector: Any) -> int:
         """Purge the selected events for good (events, FTS, outbox), leaving a tombstone."""
+        selector = _forget_selector(selector)
         targets = self.forget_preview(**selector)
         scope, value = _describe(selector)
         count = self.store.forget(targets, scope, value)
@@ -156,9 +163,13 @@ class Memory:
             return
         forget_vectors(self.project.id, event_ids)
 
-    def export(self, fmt: str, out: TextIO, **filters: Any) -> int:
+    def export(self, fmt: str, out: IO[str], **filters: Any) -> int:
         events: Iterator[Event] | list[Event]
-        events = self.store.history(oldest_first=True, limit=-1, **filters) if filters else self.store.iter_events()
+        events = (
+            self.store.history(oldest_first=True, limit=-1, **_filters(filters))
+            if filters
+            else self.store.iter_events()
+        )
         count = 0
         if fmt == "json":
             out.write("[\n")
@@ -175,10 +186,39 @@ class Memory:
         return count
 
 
-def _check_types(types: Sequence[str] | None) -> None:
+def check_query(query: object) -> str:
+    if not isinstance(query, str) or not query.strip():
+        raise InputError("empty search query: say what to look for (words, an error message, a file name)")
+    return query
+
+
+def check_types(types: Sequence[str] | None) -> None:
     for t in types or ():
         if t not in EVENT_TYPES:
-            raise MemoryError_(f"unknown event type '{t}' (one of: {', '.join(EVENT_TYPES)})")
+            raise InputError(f"unknown event type '{t}' (one of: {', '.join(EVENT_TYPES)})")
+
+
+def check_limit(limit: object, high: int = MAX_LIMIT) -> int:
+    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= high:
+        raise InputError(f"limit must be a whole number from 1 to {high}, got {limit!r}")
+    return limit
+
+
+def _filters(filters: dict[str, Any]) -> dict[str, Any]:
+    """Event filters checked and normalised: known types, ``since``/``until`` as stored timestamps."""
+    check_types(filters.get("types"))
+    out = dict(filters)
+    for bound in ("since", "until"):
+        if bound in out:
+            out[bound] = moments.parse_optional(out[bound], bound)
+    return out
+
+
+def _forget_selector(selector: dict[str, Any]) -> dict[str, Any]:
+    """``before`` as a stored timestamp: "7d" compared as a string would select every event."""
+    if selector.get("before"):
+        return {**selector, "before": moments.parse(selector["before"], "before")}
+    return selector
 
 
 def _describe(selector: dict[str, Any]) -> tuple[str, str]:
@@ -194,9 +234,3 @@ def _describe(selector: dict[str, Any]) -> tuple[str, str]:
 def _markdown(event: Event) -> str:
     body = event.content.replace("\n", "\n> ")
     return f"### {event.ts} · {event.type} · [{event.cite}]\n\nsession `{event.session_id}`\n\n> {body}\n\n"
-
-
-def db_paths() -> list[Path]:
-    from memlane import paths
-
-    return sorted(paths.projects_dir().glob("*/memory.db")) if paths.projects_dir().is_dir() else []

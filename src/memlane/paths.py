@@ -66,10 +66,6 @@ def spool_dir() -> Path:
     return _p("spool")
 
 
-def token_path() -> Path:
-    return _p("daemon.token")
-
-
 def ensure_dir(path: str | os.PathLike[str]) -> str:
     os.makedirs(path, mode=0o700, exist_ok=True)
     return os.fspath(path)

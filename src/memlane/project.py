@@ -14,7 +14,8 @@ import os
 import re
 import time
 
-from memlane import paths
+from memlane import atomic, paths
+from memlane.errors import UnknownProjectError
 from memlane.store.keys import sha256_hex
 
 TYPE_CHECKING = False
@@ -134,11 +135,7 @@ def register(project: Project) -> None:
         return
     paths.ensure_dir(directory)
     body = {"id": project.id, "root": project.root_str, "name": project.name, "created_at": time.time()}
-    tmp = os.path.join(directory, f".project.json.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # it names the user's folders
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(body, fh, indent=2)
-    os.replace(tmp, meta)
+    atomic.write_text(meta, json.dumps(body, indent=2), atomic.PRIVATE)  # it names the user's folders
 
 
 def known_projects() -> list[dict[str, object]]:
@@ -165,3 +162,14 @@ def by_id(project_id_: str) -> Project | None:
             root = str(data["root"])
             return Project(id=project_id_, root=root, name=str(data.get("name") or os.path.basename(root)))
     return None
+
+
+def resolve(cwd: str | os.PathLike[str] | None = None, project_id_: str | None = None) -> Project:
+    """The project a command or call is about: a registered id when given, else the one holding ``cwd``
+    (default: the current directory). Every ``--project-id`` / ``project_id`` is looked up here."""
+    if project_id_:
+        found = by_id(project_id_)
+        if found is None:
+            raise UnknownProjectError(f"unknown project id '{project_id_}' (see `memlane projects`)")
+        return found
+    return identify(cwd or os.getcwd())

@@ -131,7 +131,7 @@ def test_input_errors_are_clear_tool_errors(store: dict[str, Any], proj: Path, t
     (tmp_path / "a-file.txt").write_text("x")
     (tmp_path / "empty-project").mkdir()
     calls: list[tuple[str, dict[str, Any], str]] = [
-        ("mem-search", {"query": "   "}, "query is empty"),
+        ("mem-search", {"query": "   "}, "empty search query: say what to look for"),
         ("mem-search", {"query": "pool", "limit": 0}, "limit must be a whole number from 1 to 50, got 0"),
         ("mem-search", {"query": "pool", "limit": 51}, "limit must be a whole number from 1 to 50"),
         ("mem-search", {"query": "pool", "types": ["nonsense"]}, "unknown event type 'nonsense'"),

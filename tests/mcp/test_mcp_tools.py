@@ -19,8 +19,8 @@ from mcp_support import fill, server_command, server_env
 
 from mcp import Client
 from memlane import config
+from memlane.context.pack import Section, fit_sections
 from memlane.mcp.server import build_server
-from memlane.mcp.tools import Section, fit_sections
 from memlane.memory import Memory
 from memlane.store.db import NewEvent
 

@@ -10,7 +10,6 @@ import pytest
 from regions_support import SECTION
 
 from memlane.regions import RegionError, RegionFile, add_item, make_item
-from memlane.regions.fileio import atomic_write
 
 
 def write(path: Path, data: bytes) -> bytes:
@@ -126,19 +125,6 @@ def test_symlinked_file_is_written_through(tmp_path: Path) -> None:
     add_item(rf.doc, "references", make_item("direct-ref", path="@context/new.md"))
     rf.save()
     assert link.is_symlink() and b"@context/new.md" in target.read_bytes()
-
-
-def test_atomic_write_cleans_up_on_failure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = tmp_path / "f.md"
-    write(path, b"old")
-
-    def boom(src: object, dst: object) -> None:
-        raise OSError("disk full")
-
-    monkeypatch.setattr(os, "replace", boom)
-    with pytest.raises(OSError, match="disk full"):
-        atomic_write(path, b"new")
-    assert path.read_bytes() == b"old" and [p.name for p in tmp_path.iterdir() if p.name != "user-home"] == ["f.md"]
 
 
 def test_read_only_file_or_folder_is_refused(tmp_path: Path) -> None:

@@ -34,18 +34,6 @@ def event_line(event: Event, limit: int = 240) -> str:
     return f"- [{event.cite}] {day} {event.type.replace('_', ' ')}: {one_line(event.content, limit)}"
 
 
-def fit(lines: Sequence[str], max_chars: int) -> str:
-    """Join lines, dropping trailing ones (never cutting one) to stay within ``max_chars``."""
-    out: list[str] = []
-    used = 0
-    for line in lines:
-        if used + len(line) + 1 > max_chars:
-            break
-        out.append(line)
-        used += len(line) + 1
-    return "\n".join(out)
-
-
 # What of a prompt retrieval looks at. A pasted 19 MB log costs its full size to parse into query
 # terms, to tokenize for the embedding model and to send to the daemon, yet only the first few dozen
 # distinct words can be used; the head (the request) and the tail (the question after the paste) carry them.

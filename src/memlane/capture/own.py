@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 import re
 
-from memlane import paths
+from memlane import atomic, paths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -53,8 +53,7 @@ def drop_own(event: str, payload: dict[str, Any], batch: list[NewEvent]) -> list
         marker = _marker(session)
         if is_own_prompt(payload.get("prompt")):
             paths.ensure_dir(os.path.dirname(marker))
-            with open(marker, "w", encoding="utf-8") as fh:
-                fh.write(str(payload.get("prompt_id") or ""))
+            atomic.write_text(marker, str(payload.get("prompt_id") or ""))
             return []
         _remove(marker)
         return batch

@@ -16,7 +16,7 @@ import sqlite3
 import stat
 import time
 
-from memlane import paths
+from memlane import atomic, paths
 from memlane.logs import log
 from memlane.store.db import NewEvent, Store
 
@@ -67,23 +67,10 @@ def _private_dir(directory: str, shared: bool) -> str:
 
 
 def _write_file(directory: str, name: str, body: dict[str, Any]) -> str:
-    """One spool file, atomically: temp file, fsync, rename. The temp file never outlives a failure."""
-    tmp = os.path.join(directory, f".{name}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            json.dump(body, fh, ensure_ascii=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        final = os.path.join(directory, f"{name}.json")
-        os.replace(tmp, final)
-        return final
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    """One spool file, private and atomic (``memlane.atomic``): the temp file never outlives a failure."""
+    final = os.path.join(directory, f"{name}.json")
+    atomic.write_text(final, json.dumps(body, ensure_ascii=False), atomic.PRIVATE)
+    return final
 
 
 def write(project_id: str, project_root: str, events: list[NewEvent], reason: str) -> str | None:

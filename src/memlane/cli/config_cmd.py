@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
-import tomllib
 from typing import Any
 
 import click
 import tomli_w
 
-from memlane import config, paths
+from memlane import atomic, config, paths
 from memlane.cli import render
 
 
@@ -33,21 +31,11 @@ def render_toml(values: dict[str, dict[str, Any]], user_set: dict[str, dict[str,
     return "\n".join(out) + "\n"
 
 
-def _parse(raw: str) -> Any:
-    try:
-        return tomllib.loads(f"v = {raw}")["v"]
-    except tomllib.TOMLDecodeError:
-        return raw
-
-
 def _write(data: dict[str, dict[str, Any]]) -> None:
     cfg = config.Config()
     config._apply(cfg, data, "config")  # validate the whole file before writing anything
     path = paths.config_path()
-    tmp = path.with_name(f".config.toml.{os.getpid()}.tmp")
-    tmp.write_text(render_toml(config.as_dict(cfg), data), encoding="utf-8")
-    os.chmod(tmp, 0o600)
-    os.replace(tmp, path)
+    atomic.write_text(path, render_toml(config.as_dict(cfg), data), atomic.PRIVATE)
 
 
 @click.group("config")
@@ -89,7 +77,7 @@ def set_(key: str, value: str) -> None:
     if not name:
         raise click.UsageError("give a key as section.key, e.g. injection.max_chars")
     data = config.read_file(paths.config_path())
-    data.setdefault(section, {})[name] = _parse(value)
+    data.setdefault(section, {})[name] = config.parse_value(value)
     _write(data)
     click.echo(f"{key} = {tomli_w.dumps({'v': config.get_value(config.load(), key)})[4:].strip()}")
 

@@ -20,23 +20,17 @@ from memlane import config, project
 from memlane.cli import render
 from memlane.context import rules
 from memlane.context.compose import PERSISTENT_TITLE, TASKS, VOLATILE_TITLE, PromptComposer, serialize
-from memlane.context.scope import ContextError, ContextScope, PersistenceKind
+from memlane.context.scope import ContextScope, PersistenceKind
 from memlane.context.service import AppContextService, PromptContext, RefreshTrigger, normalize
 from memlane.context.store import project_store
-from memlane.memory import MemoryError_
+from memlane.memory import Memory
 
 DAEMON_DEADLINE_MS = 1500
 
 
 def _project(ctx: click.Context) -> project.Project:
     obj = ctx.find_root().obj
-    pid = getattr(obj, "project_id", None)
-    if pid:
-        found = project.by_id(pid)
-        if found is None:
-            raise MemoryError_(f"unknown project id {pid!r} (see `memlane projects`)")
-        return found
-    return project.identify(getattr(obj, "cwd", None) or os.getcwd())
+    return project.resolve(getattr(obj, "cwd", None), getattr(obj, "project_id", None))
 
 
 def _service(proj: project.Project, cfg: config.Config) -> AppContextService:
@@ -73,10 +67,9 @@ def _context(proj: project.Project, cfg: config.Config, session: str | None) -> 
         session_values = {"sessionId": session}
         if proj.db_path.exists():
             from memlane.context.gather import session_values as gather_session
-            from memlane.store.db import Store
 
-            with Store(proj.db_path, proj.id, cfg.store.busy_timeout_ms) as store:
-                session_values = gather_session(store, session, proj.root_str, cfg)
+            with Memory.existing(proj, cfg) as mem:
+                session_values = gather_session(mem.store, session, proj.root_str, cfg)
     ctx = svc.context_for_prompt(session_values)
     ctx.status = status
     return ctx, "local"
@@ -125,10 +118,7 @@ def _parse_value(raw: str, as_json: bool) -> Any:
 def _change(ctx: click.Context, key: str, value: Any, persistent: bool) -> dict[str, Any]:
     cfg = config.load()
     proj = _project(ctx)
-    try:
-        applied = normalize(proj.root_str, {key: value}, cfg)
-    except ContextError as exc:
-        raise click.ClickException(str(exc)) from exc
+    applied = normalize(proj.root_str, {key: value}, cfg)  # a ContextError becomes one line in cli.main.Group
     if persistent:
         if rules.owned(key):
             raise click.ClickException(f"{key} comes from the project's files; edit the file instead")
@@ -221,10 +211,7 @@ def compose(
         return
     if body == "-":
         body = sys.stdin.read()
-    try:
-        parts = PromptComposer(cfg).compose_parts(task_type, snap, body or "", header=header, max_chars=max_chars)
-    except ContextError as exc:
-        raise click.ClickException(str(exc)) from exc
+    parts = PromptComposer(cfg).compose_parts(task_type, snap, body or "", header=header, max_chars=max_chars)
     if as_json:
         render.emit_json(parts.as_dict())
     else:
@@ -238,21 +225,21 @@ def _native(
     if max_chars is not None:
         cfg.injection.max_chars = max_chars
     if task_type == "mcp_context_pack":
-        from memlane.mcp.tools import MemoryTools, ToolInputError
+        from memlane.context import pack
+        from memlane.errors import NotFoundError
 
-        try:
-            tools = MemoryTools(cfg, default_project=proj.root_str)
-            return tools.context_pack(prompt or None, max_chars=max_chars or 6000).text
-        except ToolInputError as exc:
-            raise click.ClickException(str(exc)) from exc
+        if not proj.db_path.exists():
+            raise NotFoundError(f"no memory for project {proj.root_str}; run `memlane install` or `memlane import`")
+        with Memory.existing(proj, cfg) as mem:
+            # The context the MCP tool would use (daemon or stored snapshots), not this command's own.
+            return pack.build(mem, prompt or None, max_chars=max_chars or 6000).text
     from memlane.capture import inject
-    from memlane.store.db import Store
 
     if task_type == "prompt_injection" and not prompt:
         raise click.UsageError("prompt_injection needs --prompt (or give --body)")
     if not proj.db_path.exists():
         return inject.compose(task_type, cfg, snap, [], inject.START_HEADER)
-    with Store(proj.db_path, proj.id, cfg.store.busy_timeout_ms) as store:
+    with Memory.existing(proj, cfg) as mem:
         if task_type == "session_start":
-            return inject.session_start_context(store, "", cfg, context=snap)
-        return inject.prompt_context(store, prompt, cfg, context=snap)
+            return inject.session_start_context(mem.store, "", cfg, context=snap)
+        return inject.prompt_context(mem.store, prompt, cfg, context=snap)

@@ -19,15 +19,11 @@ from memlane.daemon import state
 @click.option("--quiet", is_flag=True, help="No start-up message (used when started detached).")
 def serve(port: int | None, no_worker: bool, quiet: bool) -> None:
     """Run the daemon in the foreground: HTTP API on 127.0.0.1 plus the embedding worker."""
-    from memlane.daemon.server import DaemonError
     from memlane.daemon.server import serve as run
 
     if not quiet:
         click.echo("memlane daemon starting (Ctrl-C to stop)…")
-    try:
-        run(port=port, worker=not no_worker)
-    except DaemonError as exc:
-        raise click.ClickException(str(exc)) from exc
+    run(port=port, worker=not no_worker)  # a DaemonError becomes one line in cli.main.Group
 
 
 @click.group("daemon")

@@ -12,7 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from memlane import project
 from memlane.cli import render
 from memlane.cli.params import WHEN
-from memlane.importers import Importer, ImportError_, Options, Report, discover
+from memlane.importers import Importer, Options, Report, discover
 
 
 def scope_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -54,36 +54,28 @@ def _project(ctx: click.Context, project_path: str | None) -> project.Project:
     obj = ctx.find_root().obj
     if project_path:
         return project.identify(project_path)
-    if obj.project_id:
-        found = project.by_id(obj.project_id)
-        if found is None:
-            raise click.ClickException(f"unknown project id '{obj.project_id}' (see `memlane projects`)")
-        return found
-    return project.identify(obj.cwd or os.getcwd())
+    return project.resolve(obj.cwd, obj.project_id)
 
 
 def _run(ctx: click.Context, scope: dict[str, Any], dry_run: bool, force: bool) -> tuple[Report, Importer]:
     """Discover and import (or, with ``dry_run``, only count) within the scope options."""
     proj = _project(ctx, scope["project_path"])
-    quiet = scope["as_json"]
-    try:
-        sources = ["claude", "codex"] if scope["source"] == "all" else [scope["source"]]
-        options = Options(
-            sources, scope["session_files"], scope["every"], scope["sidechains"], force, dry_run,
-            scope["limit"], scope["since"],
-        )  # fmt: skip
-        candidates = discover(proj, options)
-        importer = Importer(proj, options)
-        if quiet or not candidates:
-            return importer.run(candidates), importer
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-        with Progress(*columns, console=render.err_console, transient=True) as bar:
-            verb = "checking" if options.dry_run else "importing"
-            task = bar.add_task(f"{verb} sessions", total=len(candidates))
-            report = importer.run(candidates, progress=lambda _c: bar.advance(task))
-        return report, importer
-    except ImportError_ as exc:
-        raise click.ClickException(str(exc)) from exc
+    quiet = scope["as_json"]  # an ImportError_ (bad --session file…) becomes one line in cli.main.Group
+    sources = ["claude", "codex"] if scope["source"] == "all" else [scope["source"]]
+    options = Options(
+        sources, scope["session_files"], scope["every"], scope["sidechains"], force, dry_run,
+        scope["limit"], scope["since"],
+    )  # fmt: skip
+    candidates = discover(proj, options)
+    importer = Importer(proj, options)
+    if quiet or not candidates:
+        return importer.run(candidates), importer
+    columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+    with Progress(*columns, console=render.err_console, transient=True) as bar:
+        verb = "checking" if options.dry_run else "importing"
+        task = bar.add_task(f"{verb} sessions", total=len(candidates))
+        report = importer.run(candidates, progress=lambda _c: bar.advance(task))
+    return report, importer
 
 
 @click.group("import", invoke_without_command=True)

@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from memlane import __version__, config, paths, project
+from memlane import __version__, atomic, paths, project
 from memlane.cli import (
     admin,
     config_cmd,
@@ -27,9 +27,10 @@ from memlane.cli import (
     vectors,
     workflow,
 )
-from memlane.cli.params import WHEN
-from memlane.memory import Memory, MemoryError_, NoMemoryYet
-from memlane.store.db import EVENT_TYPES, StoreDamaged, is_damage
+from memlane.cli.params import EVENT_TYPE, WHEN
+from memlane.errors import MemlaneError
+from memlane.memory import Memory, NoMemoryYet, check_query
+from memlane.store.db import StoreDamaged, is_damage
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 
@@ -72,14 +73,13 @@ def storage_message(exc: sqlite3.DatabaseError) -> str:
 
 
 class Group(click.Group):
-    """Turns memlane's user errors into one-line messages with exit status 1."""
+    """The one place the CLI turns a ``MemlaneError`` (any command, any group) into ``Error: <message>``
+    and exit status 1; anything else is a bug and keeps its traceback."""
 
     def invoke(self, ctx: click.Context) -> Any:
-        from memlane.install import InstallError
-
         try:
             return super().invoke(ctx)
-        except (config.ConfigError, MemoryError_, InstallError) as exc:
+        except MemlaneError as exc:
             raise click.ClickException(str(exc)) from exc
         except sqlite3.DatabaseError as exc:  # a damaged, locked or full store: one line, never a traceback
             raise click.ClickException(storage_message(exc)) from exc
@@ -117,7 +117,7 @@ def cli(ctx: click.Context, cwd: str | None, project_id: str | None) -> None:
 
 @cli.command()
 @click.option("--session", "-s", help="Only this session id.")
-@click.option("--type", "-t", "types", multiple=True, type=click.Choice(EVENT_TYPES), help="Event type (repeatable).")
+@click.option("--type", "-t", "types", multiple=True, type=EVENT_TYPE, help="Event type (repeatable).")
 @click.option("--since", type=WHEN, help="From this time (2026-11-01, 7d, 12h).")
 @click.option("--until", type=WHEN, help="Before this time.")
 @click.option("--limit", "-n", default=30, show_default=True, type=click.IntRange(1, 100000), help="At most this many.")
@@ -193,7 +193,7 @@ def timeline(obj: Ctx, ref: str, before: int, after: int, as_json: bool) -> None
 @click.argument("query", nargs=-1, required=True)
 @click.option("--limit", "-n", default=10, show_default=True, type=click.IntRange(1, 200), help="At most this many.")
 @click.option("--session", "-s", help="Only this session id.")
-@click.option("--type", "-t", "types", multiple=True, type=click.Choice(EVENT_TYPES), help="Event type (repeatable).")
+@click.option("--type", "-t", "types", multiple=True, type=EVENT_TYPE, help="Event type (repeatable).")
 @click.option("--since", type=WHEN, help="From this time (2026-11-01, 7d, 12h).")
 @click.option("--until", type=WHEN, help="Before this time.")
 @click.option(
@@ -225,9 +225,7 @@ def search(
     """Search memory by meaning and words (hybrid: BM25 + vectors + recency)."""
     from memlane.retrieval.disclosure import disclose
 
-    text = " ".join(query)
-    if not text.strip():
-        raise click.ClickException("empty search query")
+    text = check_query(" ".join(query))  # refused even where no store exists yet (reading() answers "empty")
     with obj.reading(as_json) as mem:
         if mem is None:
             return
@@ -323,10 +321,8 @@ def export(obj: Ctx, fmt: str, output: str | None, session: str | None, since: s
     filters = {k: v for k, v in {"session": session, "since": since}.items() if v}
     with obj.memory(create=False) as mem:
         if output:
-            tmp = Path(output).with_name(f".{Path(output).name}.tmp")
-            with open(tmp, "w", encoding="utf-8") as fh:
+            with atomic.replacing(output) as fh:
                 count = mem.export(fmt, fh, **filters)
-            tmp.replace(output)
             render.err_console.print(f"Exported {count} event(s) to {output}")
         else:
             mem.export(fmt, sys.stdout, **filters)

@@ -1,19 +1,14 @@
-"""Parameter types shared by commands."""
+"""Parameter types shared by commands: click wrappers over the library's own parsing, so the CLI
+accepts and refuses exactly what ``Memory`` does."""
 
 from __future__ import annotations
 
-import re
-from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import click
 
-_RELATIVE = re.compile(r"^(\d+)\s*([smhdw])$")
-_UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days", "w": "weeks"}
-
-
-def to_iso(moment: datetime) -> str:
-    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+from memlane import moments
+from memlane.errors import InputError
 
 
 class When(click.ParamType):
@@ -22,18 +17,29 @@ class When(click.ParamType):
     name = "when"
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
-        text = str(value).strip()
-        match = _RELATIVE.match(text)
-        if match:
-            delta = timedelta(**{_UNITS[match.group(2)]: int(match.group(1))})
-            return to_iso(datetime.now(UTC) - delta)
         try:
-            moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-        except ValueError:
-            self.fail(f"'{text}' is not a date (use 2026-11-01, 2026-11-01T09:30 or an age like 7d, 12h)", param, ctx)
-        if moment.tzinfo is None:
-            moment = moment.astimezone()  # a date without a zone means local time
-        return to_iso(moment)
+            return moments.parse(value)
+        except InputError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+class EventType(click.Choice):
+    """An event type; listed in ``--help`` like a choice, refused with the library's message."""
+
+    def __init__(self) -> None:
+        from memlane.store.db import EVENT_TYPES
+
+        super().__init__(EVENT_TYPES)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        from memlane.memory import check_types
+
+        try:
+            check_types([value])
+        except InputError as exc:
+            self.fail(str(exc), param, ctx)
+        return str(value)
 
 
 WHEN = When()
+EVENT_TYPE = EventType()

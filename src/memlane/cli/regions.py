@@ -26,7 +26,6 @@ from memlane.regions.model import (
     Heading,
     IndirectRef,
     Item,
-    RegionError,
     Text,
     make_item,
 )
@@ -34,16 +33,6 @@ from memlane.regions.validate import validate
 
 F = TypeVar("F", bound=Callable[..., Any])
 ICONS = {"heading": "📌", "direct-ref": "🔗", "indirect-ref": "💡", "code-block": "💻", "text": "📝"}
-
-
-class RegionsGroup(click.Group):
-    """RegionError (bad input, unknown name, conflicting edit) becomes ``Error: …`` and exit status 1."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except RegionError as exc:
-            raise click.ClickException(str(exc)) from exc
 
 
 def _common(fn: F) -> F:
@@ -69,10 +58,7 @@ def _root_options() -> tuple[str | None, str | None]:
 def _project_root() -> Path:
     cwd, project_id = _root_options()
     if project_id:
-        proj = project.by_id(project_id)
-        if proj is None:
-            raise RegionError(f"unknown project id '{project_id}' (see `memlane projects`)")
-        return proj.root
+        return project.resolve(None, project_id).root
     return project.find_root(cwd or os.getcwd())
 
 
@@ -102,7 +88,7 @@ def _finish(rf: RegionFile, dry_run: bool, as_json: bool, summary: str, payload:
         click.echo(summary if diff else "No change.")
 
 
-@click.group("regions", cls=RegionsGroup)
+@click.group("regions")
 def regions() -> None:
     """Managed regions of CLAUDE.md (<!-- MEMORY_START: name --> … <!-- MEMORY_END: name -->)."""
 

@@ -14,12 +14,10 @@ if TYPE_CHECKING:
 
 
 def _embedder(mem: object) -> object:
-    from memlane.embed import EmbeddingError, get_embedder
+    from memlane.embed import get_embedder
 
-    try:
-        return get_embedder(mem.config.embedding)  # type: ignore[attr-defined]
-    except EmbeddingError as exc:
-        raise click.ClickException(str(exc)) from exc
+    # An EmbeddingError (model missing, endpoint down) becomes one line in cli.main.Group.
+    return get_embedder(mem.config.embedding)  # type: ignore[attr-defined]
 
 
 def embed_pending(mem: Memory, limit: int | None = None, quiet: bool = False) -> ProcessReport:

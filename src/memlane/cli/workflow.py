@@ -30,16 +30,6 @@ LINK_MODE = click.option(
 )
 
 
-class WorkflowGroup(click.Group):
-    """Workflow errors become one-line messages (exit status 1), like the root group's."""
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except WorkflowError as exc:
-            raise click.ClickException(str(exc)) from exc
-
-
 class State:
     def __init__(self, obj: Ctx, memory: str | None) -> None:
         self.obj = obj
@@ -79,7 +69,7 @@ def _cfg() -> config.WorkflowConfig:
     return config.load().workflow
 
 
-@click.group("workflow", cls=WorkflowGroup)
+@click.group("workflow")
 @click.option("--memory", "-m", "memory", metavar="ID", help="Act on this workflow memory instead of the project's.")
 @click.pass_context
 def workflow(ctx: click.Context, memory: str | None) -> None:
@@ -387,7 +377,7 @@ def show(state: State, as_json: bool) -> None:
     render.dict_table(rows, ["id", "name", "featureId", "priority", "status", "points", "dependencies"], title="Tasks")
 
 
-@workflow.group("feature", cls=WorkflowGroup)
+@workflow.group("feature")
 def feature() -> None:
     """Add or change features in progress.json."""
 
@@ -455,7 +445,7 @@ def feature_status(state: State, feature_id: str, new_status: str, note: str | N
     click.echo(f"Feature {feature_id}: {new_status}.")
 
 
-@workflow.group("task", cls=WorkflowGroup)
+@workflow.group("task")
 def task() -> None:
     """Add or change tasks in progress.json."""
 

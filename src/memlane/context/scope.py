@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import enum
 
+from memlane.errors import MemlaneError
+
 
 class ContextScope(enum.Enum):
     """The unit a context belongs to. A new purpose adds a scope and a store, not a rewrite."""
@@ -32,7 +34,7 @@ class RefreshStatus(enum.Enum):
     UNCHANGED = "unchanged"  # fingerprint identical: nothing read, nothing written
 
 
-class ContextError(ValueError):
+class ContextError(MemlaneError, ValueError):
     """Context input that cannot be used (bad key, path outside the project, unknown task type).
 
     The message is one line and says what to fix; the HTTP API answers it as a 400.

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import json
 import os
-from _thread import allocate_lock, get_ident
+from _thread import allocate_lock
 
-from memlane import paths
+from memlane import atomic, paths
 from memlane.context.scope import ContextScope, PersistenceKind
 from memlane.filelock import FileLock
 
@@ -181,20 +181,7 @@ class FileContextStore(ContextStore):
             "entries": entries,
             "meta": meta,
         }
-        tmp = os.path.join(directory, f".{os.path.basename(self.path)}.{os.getpid()}.{get_ident()}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump(body, fh, ensure_ascii=False, indent=1, sort_keys=True)
-                fh.flush()
-                os.fsync(fh.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        atomic.write_text(self.path, json.dumps(body, ensure_ascii=False, indent=1, sort_keys=True), atomic.PRIVATE)
         self._stat = None  # re-read (and re-stat) on the next access
         self._cache = {"entries": entries, "meta": meta}
 

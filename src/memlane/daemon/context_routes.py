@@ -15,7 +15,6 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -149,34 +148,14 @@ def compose(daemon: Any, body: dict[str, Any]) -> dict[str, Any]:
 def routes(daemon: Any) -> list[Route]:
     """The context routes, bound to ``daemon`` (its config, registry and idle clock)."""
 
-    async def run(fn: Any, arg: dict[str, Any]) -> JSONResponse:
-        daemon.touch()
-        try:
-            return JSONResponse(await run_in_threadpool(fn, daemon, arg))
-        except ContextError as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        finally:
-            daemon.touch()
-
-    async def body_of(request: Request) -> dict[str, Any] | JSONResponse:
-        try:
-            body = await request.json()
-        except (ValueError, UnicodeDecodeError):
-            return JSONResponse({"error": "body must be JSON"}, status_code=400)
-        if not isinstance(body, dict):
-            return JSONResponse({"error": "body must be a JSON object"}, status_code=400)
-        return body
-
     async def get_route(request: Request) -> JSONResponse:
-        return await run(get_context, dict(request.query_params))
+        return await daemon.answer(lambda query: get_context(daemon, query), dict(request.query_params))
 
     async def put_route(request: Request) -> JSONResponse:
-        body = await body_of(request)
-        return body if isinstance(body, JSONResponse) else await run(put_volatile, body)
+        return await daemon.json_route(request, lambda body: put_volatile(daemon, body))
 
     async def compose_route(request: Request) -> JSONResponse:
-        body = await body_of(request)
-        return body if isinstance(body, JSONResponse) else await run(compose, body)
+        return await daemon.json_route(request, lambda body: compose(daemon, body))
 
     return [
         Route("/api/context", get_route, methods=["GET"]),

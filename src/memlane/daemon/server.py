@@ -31,12 +31,13 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memlane import __version__, config
 from memlane.daemon import context_routes, state
+from memlane.errors import InputError, MemlaneError
 from memlane.logs import log
-from memlane.memory import Memory, MemoryError_
+from memlane.memory import Memory
 from memlane.retrieval.engine import Engine
 
 
-class DaemonError(RuntimeError):
+class DaemonError(MemlaneError, RuntimeError):
     """A daemon that cannot start (already running, port taken); one-line message."""
 
 
@@ -87,15 +88,15 @@ class Daemon:
     def memory(self, body: dict[str, Any]) -> Memory:
         cwd, pid = body.get("cwd"), body.get("project_id")
         if (cwd is not None and not isinstance(cwd, str)) or (pid is not None and not isinstance(pid, str)):
-            raise MemoryError_("cwd and project_id must be strings")
+            raise InputError("cwd and project_id must be strings")
         if not cwd and not pid:
-            raise MemoryError_("give cwd or project_id")
+            raise InputError("give cwd or project_id")
         # The daemon's own cwd means nothing to its clients, and a read must not create a store for a
         # folder that is not there.
         if cwd and not pid and not os.path.isabs(cwd):
-            raise MemoryError_(f"cwd {cwd[:200]!r} must be an absolute path")
+            raise InputError(f"cwd {cwd[:200]!r} must be an absolute path")
         if cwd and not pid and not os.path.isdir(cwd):
-            raise MemoryError_(f"cwd {cwd[:200]!r} is not a directory")
+            raise InputError(f"cwd {cwd[:200]!r} is not a directory")
         return Memory.open(cwd, project_id=pid, cfg=self.cfg, create=None)
 
     async def health(self, request: Request) -> JSONResponse:
@@ -113,22 +114,25 @@ class Daemon:
         )
 
     def _search(self, body: dict[str, Any]) -> dict[str, Any]:
-        query = body.get("query")
-        if not isinstance(query, str) or not query.strip():
-            raise MemoryError_("query must be a non-empty string")
-        limit = body.get("limit", 10)
-        if not isinstance(limit, int) or not 1 <= limit <= 200:
-            raise MemoryError_("limit must be an integer from 1 to 200")
+        """One ``Memory.search`` call: the library checks the query, limit, types and since/until, so
+        HTTP accepts and refuses exactly what the CLI and MCP tools do. Only JSON shapes are checked here."""
+        for name in ("types", "exclude_ids"):
+            value = body.get(name)
+            if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+                raise InputError(f"{name} must be a list of strings")
+        for name in ("session", "since", "until"):
+            if body.get(name) is not None and not isinstance(body[name], str):
+                raise InputError(f"{name} must be a string")
         with self.memory(body) as mem:
-            hits = self.engine.search(
-                mem,
-                query,
-                limit=limit,
+            hits = mem.search(
+                body.get("query", ""),  # a missing or non-string query is refused by Memory.search
+                limit=body.get("limit", 10),
                 types=body.get("types"),
                 session=body.get("session"),
                 since=body.get("since"),
                 until=body.get("until"),
-                exclude_ids=body.get("exclude_ids") or [],
+                exclude_ids=body.get("exclude_ids") or (),
+                engine=self.engine,
             )
             return {"project_id": mem.project.id, "results": [h.as_dict() for h in hits]}
 
@@ -137,7 +141,7 @@ class Daemon:
 
         prompt = body.get("prompt")
         if not isinstance(prompt, str):
-            raise MemoryError_("prompt must be a string")
+            raise InputError("prompt must be a string")
         from memlane.capture.inject import query_of
 
         prompt = query_of(prompt)  # other clients may send a whole pasted log
@@ -147,7 +151,22 @@ class Daemon:
             text = hits_context(hits, mem.config, mem.project.id, context)
             return {"context": text, "results": [h.event.cite for h in hits]}
 
-    async def _json_route(self, request: Request, fn: Any) -> JSONResponse:
+    async def answer(self, fn: Any, arg: dict[str, Any]) -> JSONResponse:
+        """Run one library call off the event loop. The one place the HTTP API turns a
+        ``MemlaneError`` into a 400 with its one-line message (every route comes through here)."""
+        self.touch()
+        try:
+            from starlette.concurrency import run_in_threadpool
+
+            return JSONResponse(await run_in_threadpool(fn, arg))
+        except sqlite3.Error as exc:  # a damaged or locked store: a one-line answer, not a 500 with a traceback
+            return JSONResponse({"error": str(exc).splitlines()[0] if str(exc) else "store error"}, status_code=503)
+        except MemlaneError as exc:
+            return JSONResponse({"error": str(exc)}, status_code=400)
+        finally:
+            self.touch()
+
+    async def json_route(self, request: Request, fn: Any) -> JSONResponse:
         self.touch()
         try:
             body = await request.json()
@@ -155,22 +174,13 @@ class Daemon:
             return JSONResponse({"error": "body must be JSON"}, status_code=400)
         if not isinstance(body, dict):
             return JSONResponse({"error": "body must be a JSON object"}, status_code=400)
-        try:
-            from starlette.concurrency import run_in_threadpool
-
-            return JSONResponse(await run_in_threadpool(fn, body))
-        except (MemoryError_, config.ConfigError) as exc:
-            return JSONResponse({"error": str(exc)}, status_code=400)
-        except sqlite3.Error as exc:  # a damaged or locked store: a one-line answer, not a 500 with a traceback
-            return JSONResponse({"error": str(exc).splitlines()[0] if str(exc) else "store error"}, status_code=503)
-        finally:
-            self.touch()
+        return await self.answer(fn, body)
 
     async def search(self, request: Request) -> JSONResponse:
-        return await self._json_route(request, self._search)
+        return await self.json_route(request, self._search)
 
     async def inject(self, request: Request) -> JSONResponse:
-        return await self._json_route(request, self._inject)
+        return await self.json_route(request, self._inject)
 
     async def shutdown(self, request: Request) -> JSONResponse:
         self.stop.set()
@@ -184,9 +194,6 @@ class Daemon:
             Route("/api/shutdown", self.shutdown, methods=["POST"]),
             *context_routes.routes(self),
         ]
-        extra = getattr(self, "extra_routes", None)
-        if extra:
-            routes.extend(extra(self))
         return Guard(Starlette(routes=routes), token, port)
 
     # ---- background work -----------------------------------------------------------------------

@@ -6,7 +6,7 @@ import json
 import os
 import secrets
 
-from memlane import paths
+from memlane import atomic, paths
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -36,11 +36,7 @@ def ensure_token() -> str:
     except FileNotFoundError:
         pass
     token = secrets.token_urlsafe(32)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        fh.write(token)
-    os.replace(tmp, path)
+    atomic.write_text(path, token, atomic.PRIVATE)
     return token
 
 
@@ -67,11 +63,7 @@ def read_info() -> dict[str, Any] | None:
 
 def write_info(info: dict[str, Any]) -> None:
     path = info_file()
-    tmp = f"{path}.{os.getpid()}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # pid and port of a token-guarded server
-    with os.fdopen(fd, "w", encoding="utf-8") as fh:
-        json.dump(info, fh)
-    os.replace(tmp, path)
+    atomic.write_text(path, json.dumps(info), atomic.PRIVATE)  # pid and port of a token-guarded server
 
 
 def clear_info(pid: int) -> None:

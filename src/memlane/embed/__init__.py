@@ -25,11 +25,12 @@ import numpy as np
 
 from memlane.config import EmbeddingConfig
 from memlane.embed import passages
+from memlane.errors import MemlaneError
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 
 
-class EmbeddingError(RuntimeError):
+class EmbeddingError(MemlaneError, RuntimeError):
     """A provider that cannot embed (model missing, endpoint down, bad answer); one-line message."""
 
 

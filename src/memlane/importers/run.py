@@ -17,6 +17,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from memlane import config, project
+from memlane.errors import MemlaneError
 from memlane.importers import claude, codex
 from memlane.importers.common import ParsedSession
 from memlane.logs import log
@@ -27,7 +28,7 @@ from memlane.store.db import NewEvent
 SOURCES = {"claude": claude, "codex": codex}
 
 
-class ImportError_(ValueError):
+class ImportError_(MemlaneError, ValueError):
     """A user-facing import problem (bad --session file, unknown source); one line."""
 
 

@@ -18,14 +18,13 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import sys
 import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memlane.install import InstallError, backup_copy, hook_command, read_json_object, read_text
+from memlane.install import InstallError, hook_command, read_json_object, read_text, write_with_backup
 
 SERVER = "memlane"
 CLIENTS = ("claude-desktop", "claude-code", "codex", "cursor", "vscode")
@@ -112,20 +111,6 @@ def server_entry(client: str, command: str | None = None) -> dict[str, Any]:
 
 
 # ---- files -------------------------------------------------------------------------------------
-
-
-def _write(path: Path, text: str) -> Path | None:
-    """Back up the old file (if any), then replace it atomically, keeping its permissions."""
-    backup = None
-    path.parent.mkdir(parents=True, exist_ok=True)
-    if path.exists():
-        backup = backup_copy(path)  # in memlane's data dir, not beside a config that may be committed
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    if path.exists():
-        shutil.copymode(path, tmp)
-    os.replace(tmp, path)
-    return backup
 
 
 # ---- JSON clients ------------------------------------------------------------------------------
@@ -229,7 +214,7 @@ def install(
         new_text = old_text if old == entry else _json_text(data)
     if old == entry:
         return Change(client, path, False, None, entry, "unchanged")
-    backup = None if dry_run else _write(path, new_text)
+    backup = None if dry_run else write_with_backup(path, new_text)
     return Change(client, path, True, backup, entry, "updated" if old is not None else "installed")
 
 
@@ -246,7 +231,7 @@ def uninstall(client: str, scope: str, project_root: Path, *, dry_run: bool = Fa
         new_text = _json_text(data)
     if old is None:
         return Change(client, path, False, None, None, "absent")
-    backup = None if dry_run else _write(path, new_text)
+    backup = None if dry_run else write_with_backup(path, new_text)
     return Change(client, path, True, backup, old, "removed")
 
 

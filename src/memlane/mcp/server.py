@@ -18,9 +18,9 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from memlane import __version__, config
+from memlane.errors import MemlaneError
 from memlane.logs import log
-from memlane.mcp.tools import MAX_QUERY_CHARS, MAX_REFS, MemoryTools, Reply, ToolInputError
-from memlane.memory import MemoryError_
+from memlane.mcp.tools import MAX_QUERY_CHARS, MAX_REFS, MemoryTools, Reply
 from memlane.store.db import EVENT_TYPES
 
 NAME = "memlane"
@@ -79,13 +79,13 @@ def _bounded(message: str) -> str:
 def _run(call: Callable[[], Reply]) -> CallToolResult:
     try:
         return _result(call())
-    except (ToolInputError, MemoryError_) as exc:
-        raise ToolError(_bounded(str(exc))) from exc
-    except sqlite3.Error as exc:  # locked or damaged store: say so plainly; `memlane doctor` explains more
+    except sqlite3.Error as exc:  # locked or damaged store (StoreDamaged too): say so plainly, and log it
         log("mcp", "error", f"store error in a tool call: {exc!r}")
         raise ToolError(
             _bounded(f"the memory store could not be read ({exc}); try again, or run `memlane doctor --repair`")
         ) from exc
+    except MemlaneError as exc:  # the one place a memlane error becomes an MCP tool error
+        raise ToolError(_bounded(str(exc))) from exc
 
 
 def build_server(

@@ -21,12 +21,15 @@ from typing import Any
 
 from memlane import config, paths
 from memlane import project as projects
-from memlane.memory import Memory, MemoryError_
+from memlane.context import pack
+from memlane.context.pack import event_line, hit_line, kind
+from memlane.errors import InputError
+from memlane.memory import Memory
 from memlane.privacy import filter_text, filter_value
 from memlane.retrieval.disclosure import index_row, one_line
 from memlane.retrieval.hybrid import Hit
 from memlane.store import keys
-from memlane.store.db import EVENT_TYPES, Event, Store
+from memlane.store.db import Event
 
 MAX_REFS = 20
 # A query is words to look for, not a document: longer text is refused (never echoed back) with a hint.
@@ -54,7 +57,7 @@ def check_length(name: str, value: str) -> None:
         )
 
 
-class ToolInputError(ValueError):
+class ToolInputError(InputError):
     """A call the model should fix; the message is one line and says how."""
 
 
@@ -64,18 +67,8 @@ class Reply:
     data: dict[str, Any] = field(default_factory=dict)
 
 
-@dataclass
-class Section:
-    title: str
-    lines: list[str]
-    priority: int  # lower is filled first when the budget is short
-
-
 def check_range(name: str, value: int) -> int:
-    low, high = LIMITS[name]
-    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
-        raise ToolInputError(f"{name} must be a whole number from {low} to {high}, got {value!r}")
-    return value
+    return pack.check_whole(name, value, *LIMITS[name])
 
 
 def check_ref(ref: Any, what: str = "ref") -> str:
@@ -92,77 +85,10 @@ def check_ref(ref: Any, what: str = "ref") -> str:
     return ref
 
 
-def parse_when(value: str | None, name: str) -> str | None:
-    if value is None or not str(value).strip():
-        return None
-    import click
-
-    from memlane.cli.params import WHEN
-
-    try:
-        return WHEN.convert(value, None, None)
-    except click.BadParameter as exc:
-        raise ToolInputError(f"{name}: {exc.message}") from exc
-
-
-def day(ts: str) -> str:
-    return ts[:16].replace("T", " ")
-
-
-def kind(event_type: str) -> str:
-    return event_type.replace("_", " ")
-
-
-def event_line(event: Event, limit: int = 200, mark: str = "-") -> str:
-    return f"{mark} [{event.cite}] {day(event.ts)} {kind(event.type)}: {one_line(event.content, limit)}"
-
-
-def hit_line(row: dict[str, Any]) -> str:
-    return (
-        f"- [{row['citation']}] {row['score']:.2f} ({row['confidence']}) {day(row['ts'])} "
-        f"{kind(row['type'])}: {row['summary']}"
-    )
-
-
 def capped(text: str, max_chars: int) -> str:
     if len(text) <= max_chars:
         return text
     return text[:max_chars] + f"\n… [{len(text) - max_chars} more characters; raise max_chars to see them]"
-
-
-def fit_sections(header: str, sections: Sequence[Section], max_chars: int) -> tuple[str, dict[str, int]]:
-    """Header plus whole lines of each section within ``max_chars``.
-
-    Every non-empty section first gets an equal share of the budget, so a long list of memories never
-    crowds out the open threads; what is left over goes to sections by priority.
-    """
-    budget = max_chars - len(header) - 1
-    live = [s for s in sections if s.lines]
-    taken = {s.title: 0 for s in live}
-    used = 0
-    share = budget // max(1, len(live))
-    for sec in live:
-        spent = len(sec.title) + 1
-        for line in sec.lines:
-            if spent + len(line) + 1 > share:
-                break
-            spent += len(line) + 1
-            taken[sec.title] += 1
-        if taken[sec.title]:
-            used += spent
-    for sec in sorted(live, key=lambda s: s.priority):
-        for line in sec.lines[taken[sec.title] :]:
-            cost = len(line) + 1 + (0 if taken[sec.title] else len(sec.title) + 1)
-            if used + cost > budget:
-                break
-            used += cost
-            taken[sec.title] += 1
-    out = [header]
-    for sec in sections:
-        if taken.get(sec.title):
-            out.append(sec.title)
-            out.extend(sec.lines[: taken[sec.title]])
-    return "\n".join(out), {s.title: taken.get(s.title, 0) for s in sections}
 
 
 class MemoryTools:
@@ -204,22 +130,14 @@ class MemoryTools:
 
     def open(self, project: str | None) -> Memory:
         proj = self.resolve(project)
-        return Memory(proj, self.cfg, Store(proj.db_path, proj.id, self.cfg.store.busy_timeout_ms))
+        return Memory.existing(proj, self.cfg)
 
     def clean(self, event: Event) -> Event:
-        meta, _ = filter_value(event.metadata, self.cfg.privacy)
-        text = filter_text(event.content, self.cfg.privacy).text
-        return Event(
-            event.seq, event.id, event.citation, event.type, event.session_id, event.project_id, event.ts,
-            text, event.canonical_key, meta,
-        )  # fmt: skip
+        return pack.clean(event, self.cfg.privacy)
 
     def reply(self, lines: Sequence[str], data: dict[str, Any], max_chars: int | None = None) -> Reply:
-        text = filter_text("\n".join(lines), self.cfg.privacy).text
-        if max_chars is not None and len(text) > max_chars:  # a marker longer than what it replaced
-            text = text[: text.rfind("\n", 0, max_chars)] if "\n" in text[:max_chars] else text[:max_chars]
         clean, _ = filter_value(data, self.cfg.privacy)
-        return Reply(text, clean)
+        return Reply(pack.filtered_text("\n".join(lines), self.cfg.privacy, max_chars), clean)
 
     def _get(self, mem: Memory, ref: str) -> Event:
         event = mem.store.get(ref)
@@ -231,15 +149,12 @@ class MemoryTools:
         return self.clean(event)
 
     def _search(self, mem: Memory, query: str, limit: int, **filters: Any) -> list[Hit]:
-        try:
-            hits = mem.search(query, limit=limit, engine=self.engine, semantic=self.engine is not None, **filters)
-        except MemoryError_ as exc:
-            raise ToolInputError(str(exc)) from exc
+        hits = mem.search(query, limit=limit, engine=self.engine, semantic=self.engine is not None, **filters)
         return [Hit(self.clean(h.event), h.score, h.sources, h.confidence) for h in hits]
 
     @staticmethod
     def _where(mem: Memory) -> str:
-        return f"{mem.project.name} ({mem.project.root_str})"
+        return pack.where(mem.project)
 
     # ---- layer 1: search -----------------------------------------------------------------------
 
@@ -254,20 +169,12 @@ class MemoryTools:
         until: str | None = None,
         project: str | None = None,
     ) -> Reply:
+        # Query, types and since/until are checked by Memory.search, as for every other entry point;
+        # the tool only caps how many results a model is handed.
         query = (query or "").strip()
-        if not query:
-            raise ToolInputError("query is empty: say what to look for (words, an error message, a file name)")
-        check_length("query", query)
+        check_length("query", query)  # MCP's own guard: a model must not paste a document as a query
         check_range("limit", limit)
-        for t in types or ():
-            if t not in EVENT_TYPES:
-                raise ToolInputError(f"unknown event type '{t}' (one of: {', '.join(EVENT_TYPES)})")
-        filters = {
-            "types": list(types or ()) or None,
-            "session": (session or "").strip() or None,
-            "since": parse_when(since, "since"),
-            "until": parse_when(until, "until"),
-        }
+        filters = {"types": types, "session": (session or "").strip() or None, "since": since, "until": until}
         with self.open(project) as mem:
             rows = [index_row(h) for h in self._search(mem, query, limit, **filters)]
             where = self._where(mem)
@@ -432,101 +339,10 @@ class MemoryTools:
         memories: int = 8,
         project: str | None = None,
     ) -> Reply:
-        check_range("max_chars", max_chars)
-        check_range("sessions", sessions)
-        check_range("memories", memories)
-        task = (task or "").strip()
-        check_length("task", task)
+        check_length("task", (task or "").strip())
         with self.open(project) as mem:
-            recent = mem.store.sessions(limit=max(sessions, 10))
-            session_lines = [self._session_line(mem, s) for s in recent[:sessions]]
-            threads = self._open_threads(mem, recent)
-            errors = self._recent_errors(mem)
-            hits = self._search(mem, task, memories) if task and memories else []
-            where = self._where(mem)
-        memory_rows = [index_row(h) for h in hits]
-        sections = [
-            Section("## Recent sessions (newest first)", session_lines, 2),
-            Section("## Open threads (last prompt of sessions with no recorded end)", threads, 1),
-            Section("## Recent failed tool runs", errors, 3),
-            Section(f'## Memories relevant to "{one_line(task, 80)}"', [hit_line(r) for r in memory_rows], 0),
-        ]
-        header = f"memlane context pack for {where}. Expand any [mem:…] with mem-details or mem-timeline."
-        counts: dict[str, int] = {}
-
-        def body(budget: int) -> str:
-            text, got = fit_sections("", sections, budget)
-            counts.update(got)
-            return text.lstrip("\n") if any(got.values()) else "Nothing stored for this project yet."
-
-        from memlane.context.compose import PromptComposer
-
-        composed = PromptComposer(self.cfg).compose_parts(
-            "mcp_context_pack", self._context(mem.project), body, header=header, max_chars=max_chars
-        )
-        data = {
-            "project": where,
-            "task": task,
-            "sessions": recent[:sessions],
-            "open_threads": threads,
-            "recent_errors": errors,
-            "memories": memory_rows,
-            "included": counts,
-            "context": [b.as_dict() for b in composed.blocks],
-        }
-        return self.reply(composed.text.split("\n"), data, max_chars)
-
-    def _context(self, proj: Any) -> Any:
-        """Persistent + volatile context for a pack: the daemon's (rules refreshed, editor state) when it
-        runs, else the project's stored snapshots. Either way this process reads no project file."""
-        from urllib.parse import quote
-
-        from memlane.context.scope import ContextScope, PersistenceKind
-        from memlane.context.service import PromptContext
-        from memlane.context.store import project_store
-        from memlane.daemon import client
-
-        deadline = max(self.cfg.daemon.hook_deadline_ms, 300)
-        live = client.call(f"/api/context?projectRoot={quote(proj.root_str)}", None, deadline, method="GET")
-        if live is not None and isinstance(live.get("persistent"), dict) and isinstance(live.get("volatile"), dict):
-            return PromptContext(live["persistent"], live["volatile"], project_root=proj.root_str)
-        persistent = project_store(proj.id, ContextScope.APP, PersistenceKind.PERSISTENT).snapshot()
-        volatile = project_store(proj.id, ContextScope.APP, PersistenceKind.VOLATILE).snapshot()
-        volatile.setdefault("projectRoot", proj.root_str)
-        return PromptContext(persistent, volatile, project_root=proj.root_str)
-
-    def _session_line(self, mem: Memory, s: dict[str, Any]) -> str:
-        summary = one_line(filter_text(str(s.get("summary") or ""), self.cfg.privacy).text, 300)
-        if not summary:
-            first = mem.store.history(session=s["id"], types=["user_prompt"], limit=1, oldest_first=True)
-            summary = "first prompt: " + one_line(self.clean(first[0]).content, 200) if first else "no prompts"
-        status = "ended" if s.get("ended_at") else "open"
-        return (
-            f"- {day(str(s.get('started_at') or ''))} → {day(str(s.get('last_activity') or ''))} "
-            f"({s.get('prompt_count') or 0} prompt(s), {status}) session {str(s['id'])[:8]}: {summary}"
-        )
-
-    def _open_threads(self, mem: Memory, recent: list[dict[str, Any]]) -> list[str]:
-        lines = []
-        for s in recent:
-            if s.get("ended_at"):
-                continue
-            last = mem.store.history(session=s["id"], types=["user_prompt"], limit=1)
-            if last:
-                lines.append(event_line(self.clean(last[0]), 240))
-        return lines
-
-    def _recent_errors(self, mem: Memory, limit: int = 5) -> list[str]:
-        lines = []
-        for event in mem.store.history(types=["tool_observation"], limit=300):
-            if event.metadata.get("success") is False:
-                event = self.clean(event)
-                tool = event.metadata.get("tool_name") or "tool"
-                error = str(event.metadata.get("error") or event.content)
-                lines.append(f"- [{event.cite}] {day(event.ts)} {tool}: {one_line(error, 200)}")
-                if len(lines) >= limit:
-                    break
-        return lines
+            got = pack.build(mem, task, max_chars=max_chars, sessions=sessions, memories=memories, engine=self.engine)
+        return Reply(got.text, got.data)
 
 
 def _brief(event: Event) -> dict[str, Any]:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from memlane import __version__
-from memlane.install import HOOKS, InstallError
+from memlane.install import HOOKS, InstallError, hook_group
 from memlane.plugin import MARKER, plugin_dir
 
 PLUGIN = "memlane"
@@ -33,16 +33,7 @@ _BASH_MEMLANE = re.compile(r"(?<=[`(])memlane(?= )")
 
 def hooks_config(command: str = "memlane") -> dict[str, Any]:
     """hooks/hooks.json: ``install.HOOKS`` (same events, async, timeouts, matchers) with the plugin marker."""
-    hooks: dict[str, Any] = {}
-    for event, spec in HOOKS.items():
-        entry: dict[str, Any] = {"type": "command", "command": f"{command} hook {event} {MARKER}",
-                                 "timeout": spec["timeout"]}  # fmt: skip
-        if spec["async"]:
-            entry["async"] = True
-        group: dict[str, Any] = {"hooks": [entry]}
-        if "matcher" in spec:
-            group = {"matcher": spec["matcher"], **group}
-        hooks[event] = [group]
+    hooks = {event: [hook_group(event, f"{command} hook {event} {MARKER}")] for event in HOOKS}
     return {
         "description": "memlane capture and injection: the same hooks as `memlane install`; each steps aside "
         "when `memlane install` already registered it (see memlane.plugin.guard)",

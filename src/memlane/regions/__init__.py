@@ -21,7 +21,7 @@ from memlane.regions.edit import (
     set_body,
     update_item,
 )
-from memlane.regions.fileio import MAX_BYTES, RegionFile, atomic_write
+from memlane.regions.fileio import MAX_BYTES, RegionFile
 from memlane.regions.fix import FixResult, fix, unified_diff
 from memlane.regions.model import (
     KINDS,
@@ -53,7 +53,6 @@ __all__ = [
     "RegionFile",
     "Text",
     "add_item",
-    "atomic_write",
     "create_region",
     "delete_item",
     "delete_section",

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import secrets
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
+from memlane import atomic
 from memlane.regions.document import Document
 from memlane.regions.model import RegionError
 
@@ -55,33 +55,6 @@ def _human(n: int) -> str:
     if n >= 1048576:
         return f"{n / 1048576:g} MB"
     return f"{n / 1024:g} KB" if n >= 1024 else f"{n} bytes"
-
-
-def atomic_write(path: Path, data: bytes, mode: int | None = None) -> None:
-    """Replace ``path`` with ``data``: temp file in the same folder, fsync, rename, fsync the folder."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # umask applies, as for any new file
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        if mode is not None:
-            os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    try:
-        dir_fd = os.open(path.parent, os.O_RDONLY)
-    except OSError:
-        return  # some platforms cannot open folders; the rename itself is done
-    try:
-        os.fsync(dir_fd)
-    except OSError:
-        pass
-    finally:
-        os.close(dir_fd)
 
 
 class RegionFile:
@@ -125,7 +98,7 @@ class RegionFile:
         if mode is not None and not os.access(real, os.W_OK):
             raise RegionError(f"{self.path} is read-only; left untouched")
         try:
-            atomic_write(real, data, mode)
+            atomic.write_bytes(real, data, mode)
         except OSError as exc:
             raise RegionError(f"cannot write {self.path}: {exc.strerror or exc}; left untouched") from exc
         st = real.stat()

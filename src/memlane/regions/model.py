@@ -12,11 +12,13 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
+from memlane.errors import MemlaneError
+
 NAME = re.compile(r"[A-Za-z0-9-]+")
 KINDS = ("heading", "direct-ref", "indirect-ref", "code-block", "text")
 
 
-class RegionError(ValueError):
+class RegionError(MemlaneError, ValueError):
     """A user-facing failure (bad input, unknown region or item, conflicting edit); one line."""
 
 

@@ -13,6 +13,7 @@ import os
 import re
 import sqlite3
 
+from memlane.errors import MemlaneError
 from memlane.store import keys, schema
 
 TYPE_CHECKING = False  # dataclasses, typing and pathlib together cost ~25 ms of hook start-up
@@ -278,11 +279,12 @@ _CHUNK_STRIP = "\"'`()[]{}<>,;:!?."
 _CHUNK = re.compile(r"\S+")
 
 
-class StoreDamaged(sqlite3.DatabaseError):
+class StoreDamaged(MemlaneError, sqlite3.DatabaseError):
     """memory.db cannot be read as a database (corrupt, truncated, empty). The message is one line.
 
-    A ``sqlite3.DatabaseError`` so every caller that already fails open on storage errors (hooks spool,
-    the daemon answers an error) handles it without knowing about it.
+    A ``MemlaneError`` (the message says what to do: ``memlane doctor --repair``) and a
+    ``sqlite3.DatabaseError``, so every caller that already fails open on storage errors (hooks spool,
+    the daemon answers 503, MCP logs it) handles it without knowing about it.
     """
 
 

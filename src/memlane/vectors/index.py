@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from typing import Any, NamedTuple
 
 import numpy as np
 import pyarrow as pa
 
-from memlane import paths
+from memlane import atomic, paths
 from memlane.config import VectorsConfig
 
 
@@ -72,9 +71,7 @@ class VectorIndex:
             meta = {}
         if meta.get(self.name) != self.version:
             meta[self.name] = self.version
-            tmp = meta_path.with_name(f".tables.json.{os.getpid()}.tmp")
-            tmp.write_text(json.dumps(meta, indent=2))
-            os.replace(tmp, meta_path)
+            atomic.write_text(meta_path, json.dumps(meta, indent=2))
 
     def schema(self) -> pa.Schema:
         return pa.schema(

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from memlane import paths, proc
+from memlane import atomic, paths, proc
 from memlane.embed.passages import passages
 from memlane.memory import Memory
 from memlane.store.keys import now_iso
@@ -87,9 +87,7 @@ def _model_state(memory: Memory, embedder: Any) -> bool:
         conn = lancedb.connect(str(paths.vectors_dir(memory.project.id)))
         for name in other_tables(memory.project.id, keep=_table(embedder)):
             conn.drop_table(name)
-    tmp = state_path.with_name(f".model.json.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps({"version": embedder.version, "dim": embedder.dim, "since": now_iso()}))
-    os.replace(tmp, state_path)
+    atomic.write_text(state_path, json.dumps({"version": embedder.version, "dim": embedder.dim, "since": now_iso()}))
     return previous is not None
 
 

@@ -13,7 +13,8 @@ import os
 import re
 import time
 
-from memlane import paths
+from memlane import atomic, paths
+from memlane.errors import MemlaneError
 from memlane.filelock import FileLock
 
 TYPE_CHECKING = False
@@ -25,7 +26,7 @@ LINK_DIR = (".claude", "docs", "memory")
 REF_NAME = ".memory-ref"
 
 
-class WorkflowError(ValueError):
+class WorkflowError(MemlaneError, ValueError):
     """A user-facing problem with a workflow memory; the message is one line."""
 
 
@@ -102,14 +103,8 @@ def resolve(root: str, project_id: str) -> str | None:
 
 def atomic_write(path: str, text: str) -> None:
     """Write ``text`` so readers see either the old or the new file, never a mix."""
-    directory = os.path.dirname(path)
-    os.makedirs(directory, exist_ok=True)
-    tmp = os.path.join(directory, f".{os.path.basename(path)}.{os.getpid()}.tmp")
-    with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    atomic.write_text(path, text)
 
 
 def read_json(path: str, label: str) -> Any:
