@@ -28,7 +28,7 @@ def _default_project(ctx: click.Context, option: str | None) -> str | None:
     return option or getattr(ctx.find_root().obj, "cwd", None)
 
 
-@click.group("mcp", invoke_without_command=True)
+@click.group("mcp", invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option(
     "--transport",
     type=click.Choice(["stdio", "http"]),

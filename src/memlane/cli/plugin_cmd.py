@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 
-@click.group("plugin")
+@click.group("plugin", context_settings={"help_option_names": ["-h", "--help"]})
 def plugin_group() -> None:
     """memlane as a Claude Code plugin: an alternative to `memlane install` + `memlane mcp install`."""
 
