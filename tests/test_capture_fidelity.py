@@ -149,7 +149,7 @@ def test_tool_input_nested_900_deep(hook: Hook, proj: Path) -> None:
 
 def test_privacy_filter_redacts_at_any_depth() -> None:
     cfg = config.Config().privacy
-    value = deep(5000, {"password": "hunter2-hunter2", "note": "token sk-ant-api03-" + "a" * 90})
+    value = deep(5000, {"password": "hunter2-hunter2", "note": "token sk-ant-api03-" + "aB3x9Qz7" * 11})
     filtered, result = privacy.filter_value(value, cfg)
     for _ in range(5000):
         filtered = filtered["k"]

@@ -175,7 +175,7 @@ def test_daemon_json_is_private(memlane_home: Path) -> None:
 
 def test_embedding_a_project_without_a_store_touches_nothing(tmp_path: Path) -> None:
     """The daemon's worker walks every registered project; one without a store must not get folders."""
-    with Memory.open(tmp_path, create=False) as mem:
+    with Memory.open(tmp_path, create=None) as mem:  # as the daemon's worker opens it
         assert mem.store.ephemeral
         report = worker.process_outbox(mem, embedder=None)  # returns before any model is loaded
     assert report.processed == 0 and not report.busy
