@@ -31,7 +31,6 @@ def _executor() -> Any:
 
 _TOKEN = re.compile(r"[^\W_]+")
 EXCHANGE_DEPTH = 30  # candidates whose exchange is looked up
-WHEN_WEIGHT = 0.4  # how much of its score an event loses when it is far from the time a query names
 
 
 class Hit:
@@ -179,6 +178,10 @@ class Retriever:
             for event_id, neighbour in self._vector_candidates(pending, exclude_ids, inside).items():
                 near.setdefault(event_id, neighbour)
         weights = [sum(scoring.idf(total, df.get(t, 0)) for t in term) / len(term) for term in terms]
+        cosines = sorted(n.similarity for n in near.values())
+        background = cosines[len(cosines) // 2] if cosines else 0.0  # the median neighbour: "on topic" level
+        floor = cosines[0] if cosines else None  # a candidate outside the neighbours is at most this close
+        moment = (now or datetime.now(UTC)).timestamp()
         ranked: list[_Candidate] = []
         for event_id in {**events, **near}:
             event = events.get(event_id)
@@ -199,19 +202,21 @@ class Retriever:
             if event_id in relative:
                 share, matched = coverage(events[event_id], terms, grams, weights)
                 text = scoring.text_score(share, relative[event_id], matched)
-            vector = scoring.vector_score(near[event_id].similarity, rcfg) if event_id in near else 0.0
-            fresh = scoring.recency(ts, rcfg.recency_half_life_days)
+            cosine = near[event_id].similarity if event_id in near else floor
+            standout = cosine - background if cosine is not None else 0.0
             prior = scoring.TYPE_PRIOR.get(kind, 0.5)
-            sources = {"text": text, "vector": vector, "recency": fresh, "prior": prior}
-            score = scoring.fuse(text, vector, fresh, prior, rcfg)
-            if span is not None:  # the query names a time: events from then come first
+            fresh = scoring.recency(ts, rcfg.recency_half_life_days, moment)
+            sources = {"text": text, "prior": prior, "recency": fresh}
+            if cosine is not None:
+                sources.update(vector=cosine, standout=standout)
+            if span is not None:  # the query names a time: events from then come first (order only)
                 sources["when"] = when.closeness(ts, span)
-                score *= 1 - WHEN_WEIGHT * (1 - sources["when"])
+            score = scoring.probability(text, cosine, standout, prior, rcfg)
             ranked.append(_Candidate(score, ts, event_id, event, sources, session_id))
         ranked = self._exchange_support(ranked, rcfg.exchange_support, set(exclude_ids))
         ranked = _session_support(ranked, rcfg.session_support)
         ranked.sort(key=lambda c: (c.ts, c.event.seq if c.event else 0), reverse=True)  # ties: newest first
-        ranked.sort(key=lambda c: -c.score)
+        ranked.sort(key=lambda c: -scoring.rank_key(c.score, c.sources.get("recency", 0.0), c.sources.get("when"), rcfg))
         hits = self._resolve(ranked, limit, filters)
         labels = scoring.classify([h.score for h in hits], rcfg, [h.event.session_id for h in hits])
         for hit, label in zip(hits, labels, strict=True):
