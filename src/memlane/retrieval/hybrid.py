@@ -120,6 +120,10 @@ def _lift(ranked: list[_Candidate], group_of: dict[str, str], weight: float, lab
     return out
 
 
+def _order(c: _Candidate, rcfg: Any) -> float:
+    return scoring.rank_key(c.score, c.sources.get("recency", 0.0), c.sources.get("when"), rcfg)
+
+
 def _session_support(ranked: list[_Candidate], weight: float) -> list[_Candidate]:
     """Lift each candidate by the best other candidate from its session.
 
@@ -216,7 +220,7 @@ class Retriever:
         ranked = self._exchange_support(ranked, rcfg.exchange_support, set(exclude_ids))
         ranked = _session_support(ranked, rcfg.session_support)
         ranked.sort(key=lambda c: (c.ts, c.event.seq if c.event else 0), reverse=True)  # ties: newest first
-        ranked.sort(key=lambda c: -scoring.rank_key(c.score, c.sources.get("recency", 0.0), c.sources.get("when"), rcfg))
+        ranked.sort(key=lambda c: -_order(c, rcfg))
         hits = self._resolve(ranked, limit, filters)
         labels = scoring.classify([h.score for h in hits], rcfg, [h.event.session_id for h in hits])
         for hit, label in zip(hits, labels, strict=True):
