@@ -3,7 +3,7 @@
     python benchmarks/calibrate.py --lme PATH --cache DIR [--lme-stride 4] [--replay]
 
 For every dev query, every candidate memlane's retriever considers becomes one row of features
-(text evidence, cosine, stand-out over the neighbours' median, type prior) with label 1 when it is an
+(text evidence, cosine, stand-out over the neighbours' median) with label 1 when it is an
 expected memory (LongMemEval: a turn marked ``has_answer``; coding replay: the expected memory). A
 logistic regression with a little L2 is fitted twice: the hybrid model and the text-only model (used
 when there are no vectors). It prints the weights to put in ``RetrievalConfig.hybrid_weights`` and
@@ -28,7 +28,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 Rows = tuple[list[list[float]], list[int]]
 
 
-def lme_cases(path: Path, cache: Path, stride: int, hybrid: bool) -> Iterator[tuple[Any, str, Any, set[str]]]:
+def lme_cases(
+    path: Path, cache: Path, stride: int, hybrid: bool, cached_only: bool = False
+) -> Iterator[tuple[Any, str, Any, set[str]]]:
     """(retriever, question, asked-at, ids of evidence turns) for LongMemEval dev questions."""
     from datetime import datetime
 
@@ -45,6 +47,8 @@ def lme_cases(path: Path, cache: Path, stride: int, hybrid: bool) -> Iterator[tu
     questions = [q for q in lme.load(path) if not q["question_id"].endswith("_abs")]
     questions = [q for q in questions if lme.split_of(q["question_id"]) == "dev"][:: max(1, stride)]
     for q in questions:
+        if cached_only and embedder is not None and not any(cache.glob(f"{q['question_id']}.*.npy")):
+            continue
         workdir = Path(tempfile.mkdtemp(prefix="cal-"))
         try:
             store, index, answer_turns = lme.build(q, workdir, embedder, cache)
@@ -66,15 +70,33 @@ def rows(retriever: Any, query: str, now: Any, positives: set[str], hybrid: bool
         if "exchange" in s and "text" not in s:
             continue  # joined through its answer: no evidence of its own to learn from
         if hybrid:
-            x.append([s.get("text", 0.0), s.get("vector", 0.0), s.get("standout", 0.0), s.get("prior", 0.5)])
+            x.append([s.get("text", 0.0), s.get("vector", 0.0), s.get("standout", 0.0)])
         else:
-            x.append([s.get("text", 0.0), s.get("prior", 0.5)])
+            x.append([s.get("text", 0.0)])
         y.append(int(hit.event.id in positives))
     return x, y
 
 
-def fit(x: np.ndarray, y: np.ndarray, l2: float = 1e-2, steps: int = 50) -> np.ndarray:
-    """Logistic regression by Newton's method; returns [bias, *weights]."""
+def fit(x: np.ndarray, y: np.ndarray, l2: float = 1e-2) -> np.ndarray:
+    """Logistic regression with non-negative feature weights; returns [bias, *weights].
+
+    More evidence must never lower the score (a negative weight would let lexical evidence push the
+    right memory down, which is how a fitted model overfits a benchmark's quirks), so a feature whose
+    weight comes out negative is dropped and the rest refitted.
+    """
+    keep = list(range(x.shape[1]))
+    while True:
+        w = _newton(x[:, keep], y, l2)
+        negative = [k for k, v in zip(keep, w[1:], strict=True) if v < 0]
+        if not negative:
+            out = np.zeros(x.shape[1] + 1)
+            out[0] = w[0]
+            out[[k + 1 for k in keep]] = w[1:]
+            return out
+        keep = [k for k in keep if k not in negative]
+
+
+def _newton(x: np.ndarray, y: np.ndarray, l2: float, steps: int = 50) -> np.ndarray:
     a = np.hstack([np.ones((len(x), 1)), x])
     w = np.zeros(a.shape[1])
     for _ in range(steps):
@@ -94,12 +116,13 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, help="haystack vector cache (as benchmarks/longmemeval.py --cache)")
     ap.add_argument("--lme-stride", type=int, default=4)
     ap.add_argument("--replay", action="store_true", help="also the coding replay's dev queries")
+    ap.add_argument("--cached-only", action="store_true", help="only LongMemEval questions already in --cache")
     args = ap.parse_args()
     for hybrid in (True, False):
         xs: list[list[float]] = []
         ys: list[int] = []
         if args.lme:
-            for retriever, query, now, positives in lme_cases(args.lme, args.cache, args.lme_stride, hybrid):
+            for retriever, query, now, positives in lme_cases(args.lme, args.cache, args.lme_stride, hybrid, args.cached_only):
                 x, y = rows(retriever, query, now, positives, hybrid)
                 xs += x
                 ys += y

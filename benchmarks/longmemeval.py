@@ -148,7 +148,9 @@ class BM25:
         return sorted((i for i, sc in enumerate(scores) if sc > 0), key=lambda i: -scores[i])
 
 
-def evaluate(questions: list[dict[str, Any]], mode: str, cache: Path | None = None, quiet: bool = False) -> dict:
+def evaluate(
+    questions: list[dict[str, Any]], mode: str, cache: Path | None = None, quiet: bool = False, cfg: Any = None
+) -> dict:
     """Session recall_any@5, recall_all@5, nDCG@10, turn recall_any@10 and what the hook would inject.
 
     ``mode``: ``bm25`` (plain Okapi BM25 over turns), ``text`` (memlane full-text), ``hybrid``.
@@ -162,7 +164,7 @@ def evaluate(questions: list[dict[str, Any]], mode: str, cache: Path | None = No
         from memlane.embed import get_embedder
 
         embedder = get_embedder(config.Config().embedding)
-    cfg = config.Config()
+    cfg = cfg or config.load()  # defaults and MEMLANE_* overrides, so a weight can be tried without editing
     keys = ["recall_any@5", "recall_all@5", "ndcg@10", "turn_recall_any@10", "injected_evidence", "injected_count"]
     metrics: dict[str, list[float]] = {k: [] for k in keys}
     latencies = []
@@ -230,10 +232,13 @@ def main() -> None:
     ap.add_argument("--mode", choices=["bm25", "text", "hybrid"], default="hybrid")
     ap.add_argument("--cache", type=Path, help="keep haystack vectors here between runs (hybrid mode)")
     ap.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    ap.add_argument("--cached-only", action="store_true", help="only questions whose vectors are in --cache")
     args = ap.parse_args()
     if not args.data.exists():
         raise SystemExit(f"no data at {args.data} (pass --data)")
     questions = select(args.data, args.split, args.stride, args.limit)
+    if args.cached_only and args.cache:
+        questions = [q for q in questions if any(args.cache.glob(f"{q['question_id']}.*.npy"))]
     result = evaluate(questions, args.mode, args.cache)
     if args.json:
         print(json.dumps(result))

@@ -147,14 +147,15 @@ class VectorsConfig(Section):
 
 class RetrievalConfig(Section):
     hybrid_weights: list[float] = _f(
-        [-6.0, 6.0, 4.0, 8.0, 1.0],
-        "Logistic weights [bias, text, cosine, stand-out, type prior] of P(memory bears on the query); "
+        [-6.0, 6.0, 4.0, 8.0],
+        "Logistic weights [bias, text, cosine, stand-out] of P(memory bears on the query); "
         "fitted on the benchmarks' dev split by benchmarks/calibrate.py.",
     )
     text_weights: list[float] = _f(
-        [-4.0, 7.0, 0.5], "Logistic weights [bias, text, type prior] when there is no vector side (full text only)."
+        [-4.0, 7.0], "Logistic weights [bias, text] when there is no vector side (full text only)."
     )
     w_recency: float = _f(0.1, "How much recency reorders results (relative nudge; never changes the score).")
+    w_status: float = _f(0.1, "How much the event type reorders results (relative nudge; never changes the score).")
     when_weight: float = _f(
         0.4, "How much a result far from a time the query names drops in the order (never in its score)."
     )

@@ -121,7 +121,8 @@ def _lift(ranked: list[_Candidate], group_of: dict[str, str], weight: float, lab
 
 
 def _order(c: _Candidate, rcfg: Any) -> float:
-    return scoring.rank_key(c.score, c.sources.get("recency", 0.0), c.sources.get("when"), rcfg)
+    s = c.sources
+    return scoring.rank_key(c.score, s.get("recency", 0.0), s.get("prior", 1.0), s.get("when"), rcfg)
 
 
 def _session_support(ranked: list[_Candidate], weight: float) -> list[_Candidate]:
@@ -215,7 +216,7 @@ class Retriever:
                 sources.update(vector=cosine, standout=standout)
             if span is not None:  # the query names a time: events from then come first (order only)
                 sources["when"] = when.closeness(ts, span)
-            score = scoring.probability(text, cosine, standout, prior, rcfg)
+            score = scoring.probability(text, cosine, standout, rcfg)
             ranked.append(_Candidate(score, ts, event_id, event, sources, session_id))
         ranked = self._exchange_support(ranked, rcfg.exchange_support, set(exclude_ids))
         ranked = _session_support(ranked, rcfg.session_support)

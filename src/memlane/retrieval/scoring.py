@@ -10,9 +10,8 @@ Evidence per candidate:
   one subject (one codebase, one long conversation) every memory is "about" the query and raw cosines
   are uniformly high; what marks the memory that answers it is how far it stands above that
   background;
-- a small prior by event type.
 
-They are combined by logistic regression, ``P = sigmoid(w · features)``, with weights fitted on the
+and they are combined by logistic regression, ``P = sigmoid(w · features)``, with weights fitted on the
 dev split of the retrieval benchmarks (``benchmarks/calibrate.py``). Nothing saturates: an earlier
 version mapped any cosine ≥ 0.55 to full evidence and fused with a noisy-OR, so in a one-subject
 store most candidates scored ~0.99 and noise decided the order. With a linear logit, lexical evidence
@@ -20,8 +19,10 @@ keeps ordering candidates that are all on-topic, and ``P`` is a probability the 
 "suggested" at ``suggest_threshold``, "high" at ``high_threshold`` with a lead over the best result
 from another session.
 
-Recency and a time named in the query only reorder results (``rank_key``); they never change ``P``,
-so a time phrase cannot push a strong match under the injection gate.
+Recency, a small prior by event type and a time named in the query only reorder results
+(``rank_key``); they never change ``P``, so a time phrase cannot push a strong match under the
+injection gate. (The type is kept out of ``P`` on purpose: fitted, it learns a benchmark's labelling
+habits — LongMemEval marks user turns as evidence — rather than what helps.)
 """
 
 from __future__ import annotations
@@ -60,18 +61,13 @@ def text_score(coverage: float, relative_bm25: float, matched_tokens: int) -> fl
     return clamp(coverage * (0.6 + 0.4 * clamp(relative_bm25)) * support)
 
 
-def features(text: float, cosine: float | None, standout: float, prior: float) -> list[float]:
-    """The hybrid model's inputs, in the order of ``RetrievalConfig.hybrid_weights`` after its bias."""
-    return [text, cosine if cosine is not None else 0.0, standout, prior]
-
-
-def probability(text: float, cosine: float | None, standout: float, prior: float, cfg: RetrievalConfig) -> float:
+def probability(text: float, cosine: float | None, standout: float, cfg: RetrievalConfig) -> float:
     """P(this memory bears on the query). Without a vector side (``cosine`` None) the text-only model."""
     if cosine is None:
-        bias, w_text, w_prior = cfg.text_weights
-        return sigmoid(bias + w_text * text + w_prior * prior)
-    bias, *weights = cfg.hybrid_weights
-    return sigmoid(bias + sum(w * x for w, x in zip(weights, features(text, cosine, standout, prior), strict=True)))
+        bias, w_text = cfg.text_weights
+        return sigmoid(bias + w_text * text)
+    bias, w_text, w_cosine, w_standout = cfg.hybrid_weights
+    return sigmoid(bias + w_text * text + w_cosine * cosine + w_standout * standout)
 
 
 def recency(ts: str, half_life_days: float, now: float | None = None) -> float:
@@ -83,13 +79,14 @@ def recency(ts: str, half_life_days: float, now: float | None = None) -> float:
     return 0.5 ** (age_days / half_life_days) if half_life_days > 0 else 0.0
 
 
-def rank_key(p: float, fresh: float, closeness: float | None, cfg: RetrievalConfig) -> float:
-    """The order of results: ``P`` nudged by recency and, when the query names a time, by closeness to it.
+def rank_key(p: float, fresh: float, prior: float, closeness: float | None, cfg: RetrievalConfig) -> float:
+    """The order of results: ``P`` nudged by recency and type and, when the query names a time, by
+    closeness to it.
 
-    Both are relative nudges, so they reorder near-equals (a newer answer over an older one with the
+    All are relative nudges, so they reorder near-equals (a newer answer over an older one with the
     same evidence) without overturning clearly stronger evidence.
     """
-    key = p * (1 + cfg.w_recency * fresh)
+    key = p * (1 + cfg.w_recency * fresh) * (1 - cfg.w_status * (1 - prior))
     if closeness is not None:
         key *= 1 - cfg.when_weight * (1 - closeness)
     return key
