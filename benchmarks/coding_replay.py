@@ -75,6 +75,42 @@ def materialize(fixtures: Path, workdir: Path, project_root: Path) -> list[str]:
     return paths
 
 
+def cache_key(fixtures: Path, text_only: bool) -> str:
+    """What a built store depends on: the fixtures, the model, and the code that imports and embeds."""
+    import hashlib
+
+    import memlane
+    from memlane import config
+
+    src = Path(memlane.__file__).resolve().parent
+    h = hashlib.sha256()
+    h.update((fixtures / "manifest.json").read_bytes())
+    h.update(b"text" if text_only else repr(config.load().embedding).encode())
+    for sub in ("importers", "capture", "embed", "vectors", "store"):
+        for path in sorted((src / sub).rglob("*.py")):
+            h.update(path.name.encode() + path.read_bytes())
+    return h.hexdigest()[:12]
+
+
+def reopen(workdir: Path, text_only: bool, quiet: bool) -> tuple[Any, Any, dict[str, Any]]:
+    """A store built by an earlier run with --cache (same fixtures, model and import/embed code)."""
+    os.environ["MEMLANE_HOME"] = str(workdir / "home")
+    from memlane import config
+    from memlane.memory import Memory
+
+    cfg = config.load()
+    memory = Memory.open(workdir / "parcelwise", cfg=cfg)
+    stats = json.loads((workdir / "stats.json").read_text(encoding="utf-8"))
+    embedder = None
+    if not text_only:
+        from memlane.embed import get_embedder
+
+        embedder = get_embedder(cfg.embedding)
+    if not quiet:
+        print(f"reusing the store built in {workdir} ({stats['events']} events)", file=sys.stderr)
+    return memory, embedder, stats
+
+
 def build(fixtures: Path, workdir: Path, text_only: bool, quiet: bool) -> tuple[Any, Any, dict[str, Any]]:
     """A fresh MEMLANE_HOME and project, the fixtures imported and (unless text_only) embedded."""
     os.environ["MEMLANE_HOME"] = str(workdir / "home")
@@ -114,6 +150,7 @@ def build(fixtures: Path, workdir: Path, text_only: bool, quiet: bool) -> tuple[
         print(f"imported {stats['files']} transcripts → {stats['events']} events in {stats['import_s']} s"
               + (f"; embedded in {stats['embed_s']} s with {stats['model']}" if embedder else "; text only"),
               file=sys.stderr)
+    (workdir / "stats.json").write_text(json.dumps(stats), encoding="utf-8")
     return memory, embedder, stats
 
 
@@ -231,13 +268,14 @@ def run(memory: Any, embedder: Any, queries: list[dict[str, Any]], real_clock: b
         raise SystemExit("queries.jsonl does not fit the fixtures:\n  " + "\n  ".join(problems))
     bm25 = BM25(events)
     text = Retriever(memory.store, cfg)
-    asked: dict[str, datetime | None] = {"now": None}
+    asked: dict[str, Any] = {"now": None, "vector": None}
 
     class HookEngine(Engine):
-        """The daemon's engine, with the query's ``now`` passed to the search it runs."""
+        """The daemon's engine, with the query's ``now`` passed to the search it runs (and the query's
+        vector, embedded once per query with the same ``embed_query`` the retriever would call)."""
 
         def search(self, mem: Any, query: str, **filters: Any) -> list[Any]:
-            return super().search(mem, query, now=asked["now"], **filters)
+            return super().search(mem, query, now=asked["now"], query_vector=asked["vector"], **filters)
 
     engine = HookEngine(cfg, vectors=embedder is not None)
     if embedder is not None:
@@ -253,7 +291,8 @@ def run(memory: Any, embedder: Any, queries: list[dict[str, Any]], real_clock: b
         prompt = q["query"]
         got: dict[str, list[Any]] = {"bm25": bm25.search(prompt, K), "fts": [h.event for h in text.search(prompt, limit=K, now=now)]}
         if embedder is not None:
-            got["hybrid"] = [h.event for h in hybrid.search(prompt, limit=K, now=now)]
+            asked["vector"] = embedder.embed_query(prompt)
+            got["hybrid"] = [h.event for h in hybrid.search(prompt, limit=K, now=now, query_vector=asked["vector"])]
             hook_hits = engine.relevant(memory, prompt, [])
             got["hook"] = [h.event for h in hook_hits]
             scores = [round(h.score, 3) for h in hook_hits]
@@ -358,21 +397,31 @@ def main() -> None:
     ap.add_argument("--json", action="store_true", help="print one JSON object (summary per split and per query)")
     ap.add_argument("--show", action="store_true", help="print each query's misses to stderr")
     ap.add_argument("--keep", type=Path, help="build the store here and keep it (default: a temp dir, removed)")
+    ap.add_argument("--cache", type=Path, help="keep built stores here and reuse one whose fixtures, model and "
+                    "import/embed code are unchanged (skips the ~1 min of embedding when tuning ranking)")
     args = ap.parse_args()
     splits = ["dev", "test"] if args.split == "all" else [args.split]
     queries = load_queries(args.queries, args.split)
     if args.limit:
         queries = queries[: args.limit]
     load_sessions(args.fixtures)
-    workdir = args.keep or Path(tempfile.mkdtemp(prefix="coding-replay-"))
+    cached = None
+    if args.cache:
+        cached = args.cache.resolve() / cache_key(args.fixtures, args.text_only)
+    workdir = cached or args.keep or Path(tempfile.mkdtemp(prefix="coding-replay-"))
     try:
-        memory, embedder, stats = build(args.fixtures, workdir, args.text_only, args.json)
+        if cached is not None and (cached / "stats.json").exists():
+            memory, embedder, stats = reopen(cached, args.text_only, args.json)
+        else:
+            if cached is not None:
+                shutil.rmtree(cached, ignore_errors=True)
+            memory, embedder, stats = build(args.fixtures, workdir, args.text_only, args.json)
         t0 = time.perf_counter()
         rows = run(memory, embedder, queries, args.real_clock)
         stats["query_s"] = round(time.perf_counter() - t0, 1)
         memory.close()
     finally:
-        if not args.keep:
+        if not (args.keep or cached):
             shutil.rmtree(workdir, ignore_errors=True)
     result: dict[str, Any] = {"benchmark": "coding_replay", "stats": stats, "splits": {}}
     for split in splits + (["all"] if len(splits) > 1 else []):
