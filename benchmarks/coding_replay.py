@@ -34,7 +34,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections import Counter, defaultdict
+from collections import Counter
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -52,7 +52,7 @@ def _recwd(value: Any, root: str) -> Any:
     """Point the recorded working directory (only ``cwd`` fields) at ``root``; contents stay as recorded."""
     if isinstance(value, dict):
         return {
-            k: (root + v[len(ROOT):] if k == "cwd" and isinstance(v, str) and v.startswith(ROOT) else _recwd(v, root))
+            k: (root + v[len(ROOT) :] if k == "cwd" and isinstance(v, str) and v.startswith(ROOT) else _recwd(v, root))
             for k, v in value.items()
         }
     if isinstance(value, list):
@@ -147,9 +147,11 @@ def build(fixtures: Path, workdir: Path, text_only: bool, quiet: bool) -> tuple[
         stats["embed_s"] = round(time.perf_counter() - t0, 1)
         stats["model"] = embedder.version
     if not quiet:
-        print(f"imported {stats['files']} transcripts → {stats['events']} events in {stats['import_s']} s"
-              + (f"; embedded in {stats['embed_s']} s with {stats['model']}" if embedder else "; text only"),
-              file=sys.stderr)
+        print(
+            f"imported {stats['files']} transcripts → {stats['events']} events in {stats['import_s']} s"
+            + (f"; embedded in {stats['embed_s']} s with {stats['model']}" if embedder else "; text only"),
+            file=sys.stderr,
+        )
     (workdir / "stats.json").write_text(json.dumps(stats), encoding="utf-8")
     return memory, embedder, stats
 
@@ -180,7 +182,12 @@ class BM25:
             for t in terms:
                 tf = doc.get(t)
                 if tf:
-                    s += self.idf[t] * tf * (self.k1 + 1) / (tf + self.k1 * (1 - self.b + self.b * self.lens[i] / self.avg))
+                    s += (
+                        self.idf[t]
+                        * tf
+                        * (self.k1 + 1)
+                        / (tf + self.k1 * (1 - self.b + self.b * self.lens[i] / self.avg))
+                    )
             if s > 0:
                 scored.append((s, i))
         scored.sort(key=lambda x: -x[0])
@@ -289,7 +296,10 @@ def run(memory: Any, embedder: Any, queries: list[dict[str, Any]], real_clock: b
         asked["now"] = now
         CLOCK.now = None if real_clock else now.timestamp()
         prompt = q["query"]
-        got: dict[str, list[Any]] = {"bm25": bm25.search(prompt, K), "fts": [h.event for h in text.search(prompt, limit=K, now=now)]}
+        got: dict[str, list[Any]] = {
+            "bm25": bm25.search(prompt, K),
+            "fts": [h.event for h in text.search(prompt, limit=K, now=now)],
+        }
         if embedder is not None:
             asked["vector"] = embedder.embed_query(prompt)
             got["hybrid"] = [h.event for h in hybrid.search(prompt, limit=K, now=now, query_vector=asked["vector"])]
@@ -300,8 +310,15 @@ def run(memory: Any, embedder: Any, queries: list[dict[str, Any]], real_clock: b
             scores = []
         got["fallback"] = prompt_memories(memory.store, prompt, cfg, [])
         expect, stale = q.get("expect") or [], q.get("stale") or []
-        row: dict[str, Any] = {"id": q["id"], "split": q["split"], "category": q["category"], "lang": q.get("lang", "en"),
-                               "kind": "match" if expect else "nomatch", "has_stale": bool(stale), "hook_scores": scores}
+        row: dict[str, Any] = {
+            "id": q["id"],
+            "split": q["split"],
+            "category": q["category"],
+            "lang": q.get("lang", "en"),
+            "kind": "match" if expect else "nomatch",
+            "has_stale": bool(stale),
+            "hook_scores": scores,
+        }
         for name, evs in got.items():
             row[name] = {
                 "hit": any(matches(e, expect) for e in evs) if expect else None,
@@ -314,9 +331,108 @@ def run(memory: Any, embedder: Any, queries: list[dict[str, Any]], real_clock: b
     return rows
 
 
+# ---- the real hook, end to end --------------------------------------------------------------------------
+
+_LINE = re.compile(r"^- \[(mem:[0-9a-z]+)\] (\((high|suggested|none), [0-9.]+\) )?")
+
+
+def run_e2e(memory: Any, queries: list[dict[str, Any]], rows: list[dict[str, Any]], quiet: bool) -> dict[str, Any]:
+    """Each prompt through `memlane hook UserPromptSubmit` (a new process, as Claude Code runs it) with a real
+    daemon (`memlane serve`, warm) answering within ``daemon.hook_deadline_ms`` or the full-text fallback.
+
+    Capture is switched off (MEMLANE_CAPTURE_ENABLED=false) so the prompts do not become memories of each
+    other; the daemon runs on the wall clock (no pinned ``now``). Adds a ``hook_e2e`` column to ``rows``.
+    """
+    import uuid
+
+    from memlane.daemon import client, state
+
+    root = str(memory.project.root)
+    env = {
+        **os.environ,
+        "MEMLANE_CAPTURE_ENABLED": "false",
+        "MEMLANE_DAEMON_AUTOSTART": "false",
+        "MEMLANE_LOGGING_LEVEL": "debug",
+    }
+    from memlane import paths
+
+    hook_log = paths.logs_dir() / "hooks.log"
+
+    def fallbacks() -> int:
+        try:
+            return hook_log.read_text(encoding="utf-8", errors="replace").count("daemon did not answer in time")
+        except OSError:
+            return 0
+
+    by_cite = {e.cite: e for e in memory.store.iter_events()}
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "memlane", "serve", "--port", "0", "--quiet", "--no-worker"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    stats: dict[str, Any] = {"prompts": 0, "deadline_missed": 0, "ms": []}
+    try:
+        for _ in range(600):
+            if state.read_info():
+                break
+            time.sleep(0.1)
+        else:
+            raise SystemExit("the daemon did not start")
+        client.call("/api/search", {"cwd": root, "query": "warm up the model", "limit": 1}, 120_000)
+        for q, row in zip(queries, rows, strict=True):
+            payload = {
+                "session_id": str(uuid.uuid4()),
+                "transcript_path": os.devnull,
+                "cwd": root,
+                "hook_event_name": "UserPromptSubmit",
+                "prompt": q["query"],
+                "prompt_id": str(uuid.uuid4()),
+                "permission_mode": "default",
+            }
+            before = fallbacks()
+            t0 = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, "-m", "memlane", "hook", "UserPromptSubmit"],
+                cwd=root,
+                env=env,
+                input=json.dumps(payload),
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+            stats["ms"].append((time.perf_counter() - t0) * 1000)
+            missed = fallbacks() > before
+            stats["prompts"] += 1
+            stats["deadline_missed"] += missed
+            context = ""
+            if done.stdout.strip():
+                context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+            cites = [m.group(1) for line in context.splitlines() if (m := _LINE.match(line))]
+            evs = [by_cite[c] for c in cites if c in by_cite]
+            expect, stale = q.get("expect") or [], q.get("stale") or []
+            row["hook_e2e"] = {
+                "hit": any(matches(e, expect) for e in evs) if expect else None,
+                "n": len(evs),
+                "good": sum(1 for e in evs if matches(e, expect)) if expect else 0,
+                "stale": sum(1 for e in evs if stale and matches(e, stale)),
+                "cites": cites,
+                "deadline_missed": missed,
+            }
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=30)
+    ms = sorted(stats.pop("ms"))
+    stats["hook_ms_p50"] = round(ms[len(ms) // 2], 1) if ms else None
+    stats["hook_ms_max"] = round(ms[-1], 1) if ms else None
+    if not quiet:
+        print(f"end to end: {stats}", file=sys.stderr)
+    return stats
+
+
 # ---- report ---------------------------------------------------------------------------------------------
 
-COLUMNS = ["bm25", "fts", "hybrid", "hook", "fallback"]
+COLUMNS = ["bm25", "fts", "hybrid", "hook", "fallback", "hook_e2e"]
 MATCH_CATS = ["paraphrase", "identifier", "error", "timecode", "update", "korean"]
 NOMATCH_CATS = ["nomatch_ontopic", "nomatch_offtopic", "nomatch_korean"]
 
@@ -344,13 +460,16 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     groups.append(("korean-lang no-match", [r for r in nomatch if r["lang"] == "ko"], "silent"))
     groups.append(("ALL NO-MATCH", nomatch, "silent"))
     for name, sel, key in groups:
-        out["rows"][name] = {"n": len(sel), "metric": key,
-                             **{c: rate(sel, c, key) for c in cols if key == "hit" or c in ("hook", "fallback")}}
+        out["rows"][name] = {
+            "n": len(sel),
+            "metric": key,
+            **{c: rate(sel, c, key) for c in cols if key == "hit" or c.startswith(("hook", "fallback"))},
+        }
     with_stale = [r for r in match if r["has_stale"]]
     out["stale"] = {c: sum(r[c]["stale"] > 0 for r in with_stale) for c in cols}
     out["stale_n"] = len(with_stale)
     inject = {}
-    for c in ("hook", "fallback"):
+    for c in ("hook", "fallback", "hook_e2e"):
         if c not in cols:
             continue
         injected = sum(r[c]["n"] for r in match)
@@ -369,21 +488,37 @@ def fmt(v: float | None) -> str:
 
 def print_table(split: str, s: dict[str, Any], stats: dict[str, Any]) -> None:
     cols = s["columns"]
-    print(f"\nCoding replay — split {split}: {s['n']} queries; store {stats.get('events')} events"
-          + (f", model {stats['model']}" if stats.get("model") else ", text only (no model)"))
-    print("match rows: expected memory in top 5 (bm25/fts/hybrid) or injected (hook/fallback);"
-          " no-match rows: share with nothing injected")
+    print(
+        f"\nCoding replay — split {split}: {s['n']} queries; store {stats.get('events')} events"
+        + (f", model {stats['model']}" if stats.get("model") else ", text only (no model)")
+    )
+    print(
+        "match rows: expected memory in top 5 (bm25/fts/hybrid) or injected (hook/fallback);"
+        " no-match rows: share with nothing injected"
+    )
     print(f"{'':24}{'n':>4}  " + "  ".join(f"{c:>8}" for c in cols))
     for name, row in s["rows"].items():
         if not row["n"]:
             continue
         cells = "  ".join(f"{fmt(row.get(c)):>8}" for c in cols)
         print(f"{name:24}{row['n']:>4}  {cells}")
-    print(f"{'stale answer shown':24}{s['stale_n']:>4}  " + "  ".join(f"{s['stale'][c]:>8}" for c in cols)
-          + "   (queries with a superseded answer: it is in the top 5 / injected)")
+    print(
+        f"{'stale answer shown':24}{s['stale_n']:>4}  "
+        + "  ".join(f"{s['stale'][c]:>8}" for c in cols)
+        + "   (queries with a superseded answer: it is in the top 5 / injected)"
+    )
+    if stats.get("e2e"):
+        e = stats["e2e"]
+        print(
+            f"hook_e2e: the daemon missed the hook deadline for {e['deadline_missed']} of {e['prompts']} prompts"
+            f" (all splits run); hook process p50 {e['hook_ms_p50']} ms, max {e['hook_ms_max']} ms"
+        )
     for c, v in s["injection"].items():
-        print(f"{c:>9}: something injected for {v['any_injected']:.2f} of queries, {v['avg_injected']:.2f} memories on average,"
-              f" precision of injected on match queries {fmt(v['precision']).strip()}")
+        print(
+            f"{c:>9}: something injected for {v['any_injected']:.2f} of queries,"
+            f" {v['avg_injected']:.2f} memories on average,"
+            f" precision of injected on match queries {fmt(v['precision']).strip()}"
+        )
 
 
 def main() -> None:
@@ -393,12 +528,22 @@ def main() -> None:
     ap.add_argument("--fixtures", type=Path, default=HERE / "transcripts")
     ap.add_argument("--text-only", action="store_true", help="no model: bm25, fts and the full-text fallback only")
     ap.add_argument("--real-clock", action="store_true", help="recency from the wall clock, not the query's now")
+    ap.add_argument(
+        "--e2e",
+        action="store_true",
+        help="also run every prompt through the real hook process "
+        "with a real daemon (column hook_e2e; wall clock; shows deadline misses under load)",
+    )
     ap.add_argument("--limit", type=int, default=0, help="first N queries of the split (CI-sized runs)")
     ap.add_argument("--json", action="store_true", help="print one JSON object (summary per split and per query)")
     ap.add_argument("--show", action="store_true", help="print each query's misses to stderr")
     ap.add_argument("--keep", type=Path, help="build the store here and keep it (default: a temp dir, removed)")
-    ap.add_argument("--cache", type=Path, help="keep built stores here and reuse one whose fixtures, model and "
-                    "import/embed code are unchanged (skips the ~1 min of embedding when tuning ranking)")
+    ap.add_argument(
+        "--cache",
+        type=Path,
+        help="keep built stores here and reuse one whose fixtures, model and "
+        "import/embed code are unchanged (skips the ~1 min of embedding when tuning ranking)",
+    )
     args = ap.parse_args()
     splits = ["dev", "test"] if args.split == "all" else [args.split]
     queries = load_queries(args.queries, args.split)
@@ -419,6 +564,8 @@ def main() -> None:
         t0 = time.perf_counter()
         rows = run(memory, embedder, queries, args.real_clock)
         stats["query_s"] = round(time.perf_counter() - t0, 1)
+        if args.e2e:
+            stats["e2e"] = run_e2e(memory, queries, rows, args.json)
         memory.close()
     finally:
         if not (args.keep or cached):
@@ -433,8 +580,11 @@ def main() -> None:
             main_col = "hook" if "hook" in r else "fallback"
             bad = (r["kind"] == "match" and not r[main_col]["hit"]) or (r["kind"] == "nomatch" and r[main_col]["n"])
             if bad or r[main_col]["stale"]:
-                print(f"{r['id']} [{r['category']}] {main_col} n={r[main_col]['n']} stale={r[main_col]['stale']} "
-                      f"scores={r['hook_scores']} :: {by_id[r['id']]['query']}", file=sys.stderr)
+                print(
+                    f"{r['id']} [{r['category']}] {main_col} n={r[main_col]['n']} stale={r[main_col]['stale']} "
+                    f"scores={r['hook_scores']} :: {by_id[r['id']]['query']}",
+                    file=sys.stderr,
+                )
     if args.json:
         result["queries"] = rows
         print(json.dumps(result, ensure_ascii=False, indent=1))

@@ -23,7 +23,9 @@ def run(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
 
 
 def test_fixtures_and_queries_fit_together() -> None:
-    queries = [json.loads(x) for x in (ROOT / "benchmarks" / "coding_replay" / "queries.jsonl").read_text().splitlines()]
+    queries = [
+        json.loads(x) for x in (ROOT / "benchmarks" / "coding_replay" / "queries.jsonl").read_text().splitlines()
+    ]
     match = [q for q in queries if q["expect"]]
     assert len(match) >= 60 and len(queries) - len(match) >= 30
     assert {q["split"] for q in queries} == {"dev", "test"}

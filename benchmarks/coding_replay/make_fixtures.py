@@ -74,10 +74,26 @@ def prepare(session: dict[str, Any]) -> dict[str, Any]:
                     path.parent.mkdir(parents=True, exist_ok=True)
                     path.write_text(content, encoding="utf-8")
                 for key, first in stages(step["cmd"]):
-                    table.setdefault(key, []).append({"out": step["out"], "rc": step["rc"]} if first else {"out": "", "rc": 0})
+                    table.setdefault(key, []).append(
+                        {"out": step["out"], "rc": step["rc"]} if first else {"out": "", "rc": 0}
+                    )
     subprocess.run(["git", "-C", PROJ, "add", "-A"], check=True)
-    subprocess.run(["git", "-C", PROJ, "-c", "user.name=Dev", "-c", "user.email=dev@example.com", "commit", "-qm",
-                    "wip", "--allow-empty"], check=True)
+    subprocess.run(
+        [
+            "git",
+            "-C",
+            PROJ,
+            "-c",
+            "user.name=Dev",
+            "-c",
+            "user.email=dev@example.com",
+            "commit",
+            "-qm",
+            "wip",
+            "--allow-empty",
+        ],
+        check=True,
+    )
     shutil.rmtree(SHIMS, ignore_errors=True)
     os.makedirs(SHIMS)
     shutil.copy(HERE / "shim.py", f"{SHIMS}/_shim.py")
@@ -96,10 +112,17 @@ def prepare(session: dict[str, Any]) -> dict[str, Any]:
 
 def env(cmds: str) -> dict[str, str]:
     e = dict(os.environ)
-    e.update(HOME=HOME, PATH=f"{SHIMS}:{os.environ['PATH']}", REPLAY_CMDS=cmds,
-             ANTHROPIC_BASE_URL=f"http://127.0.0.1:{PORTS['claude']}", ANTHROPIC_API_KEY="sk-ant-test",
-             CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1", DISABLE_AUTOUPDATER="1",
-             CODEX_HOME=f"{HOME}/.codex", STUB_OPENAI_API_KEY="dummy-not-a-real-key")
+    e.update(
+        HOME=HOME,
+        PATH=f"{SHIMS}:{os.environ['PATH']}",
+        REPLAY_CMDS=cmds,
+        ANTHROPIC_BASE_URL=f"http://127.0.0.1:{PORTS['claude']}",
+        ANTHROPIC_API_KEY="sk-ant-test",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        DISABLE_AUTOUPDATER="1",
+        CODEX_HOME=f"{HOME}/.codex",
+        STUB_OPENAI_API_KEY="dummy-not-a-real-key",
+    )
     return e
 
 
@@ -130,14 +153,30 @@ def claude_queue(session: dict[str, Any]) -> list[dict[str, Any]]:
         for step in prompt["steps"]:
             path = real(step.get("path", ""))
             if step["kind"] == "bash":
-                queue.append({"text": step["say"], "tool": "Bash",
-                              "input": {"command": step["cmd"], "description": step["cmd"].split(" ")[0]}})
+                queue.append(
+                    {
+                        "text": step["say"],
+                        "tool": "Bash",
+                        "input": {"command": step["cmd"], "description": step["cmd"].split(" ")[0]},
+                    }
+                )
             elif step["kind"] == "write":
-                queue.append({"text": step["say"], "tool": "Write", "input": {"file_path": path, "content": step["content"]}})
+                queue.append(
+                    {"text": step["say"], "tool": "Write", "input": {"file_path": path, "content": step["content"]}}
+                )
             else:
                 queue.append({"text": step["say"], "tool": "Read", "input": {"file_path": path}})
-                queue.append({"tool": "Edit", "input": {"file_path": path, "old_string": step["old"],
-                                                        "new_string": step["new"], "replace_all": False}})
+                queue.append(
+                    {
+                        "tool": "Edit",
+                        "input": {
+                            "file_path": path,
+                            "old_string": step["old"],
+                            "new_string": step["new"],
+                            "replace_all": False,
+                        },
+                    }
+                )
         queue.append({"final": prompt["final"]})
     return queue
 
@@ -146,8 +185,18 @@ def run_claude(session: dict[str, Any], binary: str, logdir: Path) -> Path:
     ctx = prepare(session)
     script = logdir / f"{session['id']}.queue.json"
     script.write_text(json.dumps({"queue": claude_queue(session)}, ensure_ascii=False), encoding="utf-8")
-    stub = subprocess.Popen([sys.executable, str(HERE / "stub_anthropic_queue.py"), "--port", str(PORTS["claude"]), "--script",
-                             str(script), "--log", str(logdir / f"{session['id']}.requests.jsonl")])
+    stub = subprocess.Popen(
+        [
+            sys.executable,
+            str(HERE / "stub_anthropic_queue.py"),
+            "--port",
+            str(PORTS["claude"]),
+            "--script",
+            str(script),
+            "--log",
+            str(logdir / f"{session['id']}.requests.jsonl"),
+        ]
+    )
     try:
         wait_port(PORTS["claude"])
         projects = Path(HOME) / ".claude" / "projects"
@@ -156,8 +205,15 @@ def run_claude(session: dict[str, Any], binary: str, logdir: Path) -> Path:
             args = [binary, "-p", prompt["prompt"], "--allowedTools", "Bash Write Edit Read", "--output-format", "json"]
             if n:
                 args.append("--continue")
-            done = subprocess.run(args, cwd=PROJ, env=env(ctx["cmds"]), capture_output=True, text=True, timeout=180,
-                                  stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                args,
+                cwd=PROJ,
+                env=env(ctx["cmds"]),
+                capture_output=True,
+                text=True,
+                timeout=180,
+                stdin=subprocess.DEVNULL,
+            )
             if done.returncode:
                 raise RuntimeError(f"claude exited {done.returncode}: {done.stderr[-500:]}")
         new = [p for p in projects.rglob("*.jsonl") if p not in before and "subagents" not in p.parts]
@@ -176,9 +232,11 @@ def codex_config(port: int) -> None:
     os.makedirs(f"{HOME}/.codex", exist_ok=True)
     Path(f"{HOME}/.codex/config.toml").write_text(
         'model = "gpt-5.5"\nmodel_provider = "stub"\ncheck_for_update_on_startup = false\n\n'
-        "[model_providers.stub]\nname = \"Local OpenAI Responses stub\"\n"
+        '[model_providers.stub]\nname = "Local OpenAI Responses stub"\n'
         f'base_url = "http://127.0.0.1:{port}/v1"\nenv_key = "STUB_OPENAI_API_KEY"\nwire_api = "responses"\n'
-        "request_max_retries = 0\nstream_max_retries = 0\n\n[analytics]\nenabled = false\n", encoding="utf-8")
+        "request_max_retries = 0\nstream_max_retries = 0\n\n[analytics]\nenabled = false\n",
+        encoding="utf-8",
+    )
     # Codex runs commands in a login shell, which resets PATH from /etc/profile: put the shims back.
     for rc in (".bash_profile", ".bashrc", ".profile"):
         Path(f"{HOME}/{rc}").write_text(f'export PATH="{SHIMS}:$PATH"\nexport REPLAY_CMDS="{DEMO}/cmds.json"\n')
@@ -197,10 +255,10 @@ def patch_for(step: dict[str, Any]) -> str:
     b = 0
     while b < min(len(old), len(new)) - a and old[-1 - b] == new[-1 - b]:
         b += 1
-    ctx = old[max(0, a - 2):a]
-    hunk = "".join(f" {x}\n" for x in ctx) + "".join(f"-{x}\n" for x in old[a:len(old) - b])
-    hunk += "".join(f"+{x}\n" for x in new[a:len(new) - b])
-    hunk += "".join(f" {x}\n" for x in old[len(old) - b:][:2])
+    ctx = old[max(0, a - 2) : a]
+    hunk = "".join(f" {x}\n" for x in ctx) + "".join(f"-{x}\n" for x in old[a : len(old) - b])
+    hunk += "".join(f"+{x}\n" for x in new[a : len(new) - b])
+    hunk += "".join(f" {x}\n" for x in old[len(old) - b :][:2])
     return f"*** Begin Patch\n*** Update File: {rel}\n@@\n{hunk}*** End Patch\n"
 
 
@@ -211,8 +269,13 @@ def codex_script(prompt: dict[str, Any]) -> list[list[dict[str, Any]]]:
         if step["say"]:
             items.append({"type": "message", "text": step["say"]})
         if step["kind"] == "bash":
-            items.append({"type": "function_call", "name": "exec_command",
-                          "arguments": {"cmd": step["cmd"], "yield_time_ms": 10000, "max_output_tokens": 4000}})
+            items.append(
+                {
+                    "type": "function_call",
+                    "name": "exec_command",
+                    "arguments": {"cmd": step["cmd"], "yield_time_ms": 10000, "max_output_tokens": 4000},
+                }
+            )
         else:
             items.append({"type": "custom_tool_call", "name": "apply_patch", "input": patch_for(step)})
         responses.append(items)
@@ -229,26 +292,47 @@ def run_codex(session: dict[str, Any], binary: str, logdir: Path) -> Path:
     for n, prompt in enumerate(session["prompts"]):
         script = logdir / f"{session['id']}.{n}.codex.json"
         script.write_text(json.dumps({"responses": codex_script(prompt)}, ensure_ascii=False), encoding="utf-8")
-        stub = subprocess.Popen([sys.executable, str(CODEX_STUB), "--port", str(PORTS["codex"]), "--script", str(script),
-                                 "--log-dir", str(logdir / f"{session['id']}.{n}.stublog")],
-                                stdout=subprocess.DEVNULL, stderr=open(logdir / "codex-stub.stderr", "a"))
+        stub_log = open(logdir / "codex-stub.stderr", "a")  # noqa: SIM115 - closed after the stub exits
+        stub = subprocess.Popen(
+            [
+                sys.executable,
+                str(CODEX_STUB),
+                "--port",
+                str(PORTS["codex"]),
+                "--script",
+                str(script),
+                "--log-dir",
+                str(logdir / f"{session['id']}.{n}.stublog"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=stub_log,
+        )
         try:
             wait_port(PORTS["codex"])
             args = [binary, "exec", "--sandbox", "danger-full-access", "--skip-git-repo-check"]
             args += ["resume", session_id, prompt["prompt"]] if n else [prompt["prompt"]]
-            done = subprocess.run(args, cwd=PROJ, env=env(ctx["cmds"]), capture_output=True, text=True, timeout=180,
-                                  stdin=subprocess.DEVNULL)
+            done = subprocess.run(
+                args,
+                cwd=PROJ,
+                env=env(ctx["cmds"]),
+                capture_output=True,
+                text=True,
+                timeout=180,
+                stdin=subprocess.DEVNULL,
+            )
             if done.returncode:
                 raise RuntimeError(f"codex exited {done.returncode}: {done.stderr[-800:]}")
         finally:
             stub.terminate()
             stub.wait()
+            stub_log.close()
         if session_id is None:
             new = [p for p in sessions_dir.rglob("rollout-*.jsonl") if p not in before]
             if len(new) != 1:
                 raise RuntimeError(f"expected one new rollout, found {new}")
-            session_id = re.search(r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$",
-                                   new[0].name).group(1)
+            session_id = re.search(
+                r"([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})\.jsonl$", new[0].name
+            ).group(1)
             path = new[0]
     return path
 
@@ -325,16 +409,15 @@ def main() -> None:
             continue
         cli = "claude" if a.all_claude or not a.codex else session["cli"]
         t = time.time()
-        if cli == "codex":
-            produced = run_codex(session, a.codex, logdir)
-        else:
-            produced = run_claude(session, a.claude, logdir)
+        produced = run_codex(session, a.codex, logdir) if cli == "codex" else run_claude(session, a.claude, logdir)
         lines, target = retime(produced, session["at"])
         misses = Path(f"{DEMO}/cmds.json.misses")
         missed = [m for m in (misses.read_text().splitlines() if misses.exists() else []) if not m.startswith("git -c")]
         name = produced.name
         if cli == "codex":  # the file name carries the session's local creation time
-            name = re.sub(r"rollout-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d", "rollout-" + target.strftime("%Y-%m-%dT%H-%M-%S"), name)
+            name = re.sub(
+                r"rollout-\d{4}-\d\d-\d\dT\d\d-\d\d-\d\d", "rollout-" + target.strftime("%Y-%m-%dT%H-%M-%S"), name
+            )
         dest = a.out / cli / (name + ".gz")
         dest.parent.mkdir(parents=True, exist_ok=True)
         for stale in manifest.get(session["id"], {}).get("files", []):
@@ -342,10 +425,18 @@ def main() -> None:
         with gzip.open(dest, "wt", encoding="utf-8", compresslevel=9) as fh:
             fh.write("\n".join(lines) + "\n")
         os.utime(dest, (0, 0))
-        manifest[session["id"]] = {"cli": cli, "files": [str(dest.relative_to(a.out))], "lines": len(lines),
-                                   "at": session["at"], "shim_misses": missed}
-        print(f"{session['id']} {cli:<6} {len(lines):4d} lines {dest.stat().st_size:7d} B  {time.time() - t:4.1f} s"
-              + (f"  misses: {missed}" if missed else ""), flush=True)
+        manifest[session["id"]] = {
+            "cli": cli,
+            "files": [str(dest.relative_to(a.out))],
+            "lines": len(lines),
+            "at": session["at"],
+            "shim_misses": missed,
+        }
+        print(
+            f"{session['id']} {cli:<6} {len(lines):4d} lines {dest.stat().st_size:7d} B  {time.time() - t:4.1f} s"
+            + (f"  misses: {missed}" if missed else ""),
+            flush=True,
+        )
     manifest_path.write_text(json.dumps(dict(sorted(manifest.items())), indent=1) + "\n")
 
 

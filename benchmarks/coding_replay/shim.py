@@ -13,16 +13,21 @@ import shutil
 import sys
 
 name = os.path.basename(sys.argv[0])
-key = " ".join([name] + sys.argv[1:])
-table = json.load(open(os.environ["REPLAY_CMDS"], encoding="utf-8"))
+key = " ".join([name, *sys.argv[1:]])
+with open(os.environ["REPLAY_CMDS"], encoding="utf-8") as fh:
+    table = json.load(fh)
 hit = None
 if key in table:  # a list of outputs: the n-th call of the same command line gets the n-th
     state_path = os.environ["REPLAY_CMDS"] + ".state"
-    state = json.load(open(state_path, encoding="utf-8")) if os.path.exists(state_path) else {}
+    state = {}
+    if os.path.exists(state_path):
+        with open(state_path, encoding="utf-8") as fh:
+            state = json.load(fh)
     n = state.get(key, 0)
     hit = table[key][min(n, len(table[key]) - 1)]
     state[key] = n + 1
-    json.dump(state, open(state_path, "w", encoding="utf-8"))
+    with open(state_path, "w", encoding="utf-8") as fh:
+        json.dump(state, fh)
 if hit is not None:
     sys.stdout.write(hit.get("out", ""))
     sys.stdout.flush()
@@ -33,7 +38,7 @@ here = os.path.dirname(os.path.abspath(sys.argv[0]))
 rest = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if os.path.abspath(p) != here)
 real = shutil.which(name, path=rest)
 if real:
-    os.execv(real, [real] + sys.argv[1:])
+    os.execv(real, [real, *sys.argv[1:]])
 if not sys.stdin.isatty():
     sys.stdout.write(sys.stdin.read())
     sys.exit(0)

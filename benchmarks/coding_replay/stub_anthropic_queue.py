@@ -31,8 +31,9 @@ class Queue:
         if "final" in item:
             return [{"type": "text", "text": item["final"]}], "end_turn"
         blocks = [{"type": "text", "text": item["text"]}] if item.get("text") else []
-        blocks.append({"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:24], "name": item["tool"],
-                       "input": item["input"]})
+        blocks.append(
+            {"type": "tool_use", "id": "toolu_" + uuid.uuid4().hex[:24], "name": item["tool"], "input": item["input"]}
+        )
         return blocks, "tool_use"
 
 
@@ -61,17 +62,44 @@ def make_handler(queue, log):
                 return self._json({"input_tokens": 100})
             blocks, stop = queue.next(body)
             msg_id, model = "msg_" + uuid.uuid4().hex[:24], body.get("model", "claude-stub")
-            usage = {"input_tokens": 100, "output_tokens": 20, "cache_creation_input_tokens": 0,
-                     "cache_read_input_tokens": 0}
+            usage = {
+                "input_tokens": 100,
+                "output_tokens": 20,
+                "cache_creation_input_tokens": 0,
+                "cache_read_input_tokens": 0,
+            }
             if not body.get("stream"):
-                return self._json({"id": msg_id, "type": "message", "role": "assistant", "model": model,
-                                   "content": blocks, "stop_reason": stop, "stop_sequence": None, "usage": usage})
+                return self._json(
+                    {
+                        "id": msg_id,
+                        "type": "message",
+                        "role": "assistant",
+                        "model": model,
+                        "content": blocks,
+                        "stop_reason": stop,
+                        "stop_sequence": None,
+                        "usage": usage,
+                    }
+                )
             self.send_response(200)
             self.send_header("content-type", "text/event-stream")
             self.end_headers()
-            self._sse("message_start", {"type": "message_start", "message": {
-                "id": msg_id, "type": "message", "role": "assistant", "model": model, "content": [],
-                "stop_reason": None, "stop_sequence": None, "usage": usage}})
+            self._sse(
+                "message_start",
+                {
+                    "type": "message_start",
+                    "message": {
+                        "id": msg_id,
+                        "type": "message",
+                        "role": "assistant",
+                        "model": model,
+                        "content": [],
+                        "stop_reason": None,
+                        "stop_sequence": None,
+                        "usage": usage,
+                    },
+                },
+            )
             for i, b in enumerate(blocks):
                 if b["type"] == "text":
                     start, delta = {"type": "text", "text": ""}, {"type": "text_delta", "text": b["text"]}
@@ -81,8 +109,14 @@ def make_handler(queue, log):
                 self._sse("content_block_start", {"type": "content_block_start", "index": i, "content_block": start})
                 self._sse("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta})
                 self._sse("content_block_stop", {"type": "content_block_stop", "index": i})
-            self._sse("message_delta", {"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": None},
-                                        "usage": {"output_tokens": 20}})
+            self._sse(
+                "message_delta",
+                {
+                    "type": "message_delta",
+                    "delta": {"stop_reason": stop, "stop_sequence": None},
+                    "usage": {"output_tokens": 20},
+                },
+            )
             self._sse("message_stop", {"type": "message_stop"})
 
         def _sse(self, name, data):
@@ -106,7 +140,8 @@ def main():
     ap.add_argument("--script", required=True)
     ap.add_argument("--log")
     a = ap.parse_args()
-    spec = json.load(open(a.script, encoding="utf-8"))
+    with open(a.script, encoding="utf-8") as fh:
+        spec = json.load(fh)
     ThreadingHTTPServer(("127.0.0.1", a.port), make_handler(Queue(spec["queue"]), a.log)).serve_forever()
 
 
