@@ -39,7 +39,7 @@ def test_text_only_run(tmp_path: Path) -> None:
     done = run("--text-only", "--split", "all", "--json", "--keep", str(tmp_path / "store"), home=tmp_path / "home")
     assert done.returncode == 0, done.stderr[-2000:]
     result = json.loads(done.stdout)
-    assert result["stats"]["files"] == 59 and result["stats"]["events"] > 250
+    assert result["stats"]["files"] == 61 and result["stats"]["events"] > 250
     summary = result["splits"]["all"]
     assert summary["columns"] == ["bm25", "fts", "fallback"]
     assert summary["rows"]["ALL MATCH"]["n"] >= 60 and summary["rows"]["ALL NO-MATCH"]["n"] >= 30

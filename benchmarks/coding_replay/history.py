@@ -1284,4 +1284,61 @@ SESSIONS: list[dict[str, Any]] = [
             ),
         ],
     ),
+    S(
+        "s60",
+        "2026-11-22T16:10:00Z",
+        [
+            P(
+                "The CJ webhook endpoint started returning 500 for some tracking events.",
+                [
+                    B(
+                        "pytest tests/webhooks/test_cj_webhook.py -q",
+                        "F\n=================================== FAILURES ===================================\n"
+                        "Traceback (most recent call last):\n"
+                        '  File "/home/dev/src/parcelwise/app/webhooks/cj.py", line 23, in handle_event\n'
+                        '    event_id = int(payload["eventId"])\n'
+                        "ValueError: invalid literal for int() with base 10: 'EV8812034'\n"
+                        "1 failed in 0.44s\n",
+                        rc=1,
+                    ),
+                    E(
+                        f"{ROOT}/app/webhooks/cj.py",
+                        'def handle_event(payload):\n    event_id = int(payload["eventId"])\n',
+                        '    event_id = int(payload["eventId"])',
+                        '    event_id = str(payload["eventId"])',
+                    ),
+                ],
+                "CJ started sending event ids with an EV prefix (EV8812034) and the webhook parsed them with int(). The handler "
+                "now keeps eventId as a string, and tracking_events.event_id was already text, so no migration was needed; "
+                "the dedupe constraint still applies.",
+            ),
+        ],
+        cli="codex",
+    ),
+    S(
+        "s61",
+        "2026-11-23T09:05:00Z",
+        [
+            P(
+                "Label jobs fail for some shipments, here is what the worker logs show.",
+                [
+                    B(
+                        "fly logs -a parcelwise-worker --no-tail",
+                        "2026-11-23T00:01:12Z app[worker] Traceback (most recent call last):\n"
+                        '2026-11-23T00:01:12Z app[worker]   File "/app/app/labels/render.py", line 44, in render_label\n'
+                        '2026-11-23T00:01:12Z app[worker]     canvas.setFont("NanumGothic", 11)\n'
+                        "2026-11-23T00:01:12Z app[worker] KeyError: 'NanumGothic'\n",
+                    ),
+                    W(
+                        f"{ROOT}/app/labels/fonts.py",
+                        "from reportlab.pdfbase import pdfmetrics\nfrom reportlab.pdfbase.ttfonts import TTFont\n\n"
+                        'pdfmetrics.registerFont(TTFont("NanumGothic", "assets/fonts/NanumGothic.ttf"))\n',
+                    ),
+                ],
+                "Labels for recipients with Korean names failed: render_label switches to the NanumGothic font for Hangul, but "
+                "the font was never registered with reportlab in the worker image. app/labels/fonts.py now registers "
+                "assets/fonts/NanumGothic.ttf at import, and the Dockerfile copies assets/fonts into the image.",
+            ),
+        ],
+    ),
 ]

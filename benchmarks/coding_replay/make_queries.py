@@ -397,6 +397,60 @@ QUERIES: list[tuple[str, str, str, list, list]] = [
     ("nomatch_korean", "ko", "고객센터 챗봇 연동은 어떻게 했어?", [], []),
     ("nomatch_korean", "ko", "배송비 계산 공식이 뭐야?", [], []),
     ("nomatch_korean", "ko", "신입 개발자 온보딩 문서는 어디 있어?", [], []),
+    # ---- pasted tracebacks and logs (generic lines like "Traceback (most recent call last):" in every one) ---
+    (
+        "error",
+        "en",
+        "Getting this in prod again:\nTraceback (most recent call last):\n"
+        '  File "/app/app/api/shipments.py", line 88, in list_shipments\n    rows = db.execute(stmt).all()\n'
+        '  File "/app/.venv/lib/python3.12/site-packages/sqlalchemy/pool/impl.py", line 168, in _do_get\n'
+        "    raise exc.TimeoutError(\nsqlalchemy.exc.TimeoutError: QueuePool limit of size 25 overflow 10 reached, "
+        "connection timed out, timeout 30.00",
+        ["pool_size=25, max_overflow=10"],
+        [{"session": "s07", "text": "pool_size=10"}],
+    ),
+    (
+        "error",
+        "en",
+        "CI log from the backend job:\nRun pytest -q\n"
+        "E   psycopg.OperationalError: connection failed: Connection refused\n"
+        "##[error]Process completed with exit code 1.",
+        ["pg_isready"],
+        [],
+    ),
+    (
+        "nomatch_ontopic",
+        "en",
+        "What is this?\nTraceback (most recent call last):\n"
+        '  File "/app/app/carriers/cj_logistics.py", line 57, in parse_event\n    code = payload["statusCode"]\n'
+        "KeyError: 'statusCode'",
+        [],
+        [],
+    ),
+    (
+        "nomatch_korean",
+        "ko",
+        "이 에러 처음 보는데 뭐야?\nTraceback (most recent call last):\n"
+        '  File "/app/app/billing/invoice.py", line 31, in render\n'
+        "UnicodeEncodeError: 'latin-1' codec can't encode characters in position 0-3: ordinal not in range(256)",
+        [],
+        [],
+    ),
+    (
+        "error",
+        "en",
+        "ValueError: invalid literal for int() with base 10: 'EV8812034'",
+        ["keeps eventId as a string"],
+        [],
+    ),
+    ("error", "en", "KeyError: 'NanumGothic' in render_label", ["registers assets/fonts/NanumGothic.ttf"], []),
+    (
+        "korean",
+        "ko",
+        "한글 이름이 들어간 라벨이 안 만들어지던 문제 어떻게 고쳤어?",
+        ["registers assets/fonts/NanumGothic.ttf"],
+        [],
+    ),
 ]
 
 NOWS = [
