@@ -142,14 +142,21 @@ def build(fixtures: Path, workdir: Path, text_only: bool, quiet: bool) -> tuple[
         embedder = get_embedder(cfg.embedding)
         t0 = time.perf_counter()
         processed = process_outbox(memory, embedder)
+        chunks = processed.chunks
         while getattr(processed, "remaining", 0):
             processed = process_outbox(memory, embedder)
+            chunks += processed.chunks
+        stats["vectors"] = chunks
         stats["embed_s"] = round(time.perf_counter() - t0, 1)
         stats["model"] = embedder.version
     if not quiet:
         print(
             f"imported {stats['files']} transcripts → {stats['events']} events in {stats['import_s']} s"
-            + (f"; embedded in {stats['embed_s']} s with {stats['model']}" if embedder else "; text only"),
+            + (
+                f"; embedded {stats['vectors']} passages in {stats['embed_s']} s with {stats['model']}"
+                if embedder
+                else "; text only"
+            ),
             file=sys.stderr,
         )
     (workdir / "stats.json").write_text(json.dumps(stats), encoding="utf-8")

@@ -1,6 +1,6 @@
 """The coding-memory replay benchmark, text-only on its real fixtures: the CI-sized check.
 
-Imports all 59 recorded sessions (Claude Code and Codex) with memlane's importers, checks that every
+Imports all 61 recorded sessions (Claude Code and Codex) with memlane's importers, checks that every
 query's markers fit the imported events, and runs a handful of queries through plain BM25, memlane's
 full-text search and the hooks' full-text fallback. No model is loaded.
 """
