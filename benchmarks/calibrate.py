@@ -23,6 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from memlane.retrieval.scoring import HYBRID_FEATURES, TEXT_FEATURES
+
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 Rows = tuple[list[list[float]], list[int]]
@@ -62,6 +64,36 @@ def lme_cases(
             shutil.rmtree(workdir, ignore_errors=True)
 
 
+def replay_cases(hybrid: bool, cache: Path) -> Iterator[tuple[Any, str, Any, set[str]]]:
+    """(retriever, prompt, asked-at, ids of expected memories) for the coding replay's dev match queries."""
+    from datetime import datetime
+
+    import coding_replay as cr
+
+    from memlane.retrieval.hybrid import Retriever
+
+    cr.load_sessions(cr.HERE / "transcripts")
+    workdir = cache.resolve() / cr.cache_key(cr.HERE / "transcripts", not hybrid)
+    if (workdir / "stats.json").exists():
+        memory, embedder, _ = cr.reopen(workdir, not hybrid, True)
+    else:
+        shutil.rmtree(workdir, ignore_errors=True)
+        memory, embedder, _ = cr.build(cr.HERE / "transcripts", workdir, not hybrid, True)
+    index = None
+    if hybrid:
+        from memlane.retrieval.engine import Engine
+
+        engine = Engine(memory.config)
+        engine._embedder = embedder
+        index = engine.index(memory.project.id)
+    events = [e for e in memory.store.iter_events() if e.type not in cr.SKIP_TYPES]
+    retriever = Retriever(memory.store, memory.config, embedder, index)
+    for q in cr.load_queries(cr.HERE / "queries.jsonl", "dev"):
+        if q.get("expect"):
+            positives = {e.id for e in events if cr.matches(e, q["expect"])}
+            yield retriever, q["query"], datetime.fromisoformat(q["now"]), positives
+
+
 def rows(retriever: Any, query: str, now: Any, positives: set[str], hybrid: bool) -> Rows:
     hits = retriever.search(query, limit=200, now=now)
     x, y = [], []
@@ -70,9 +102,9 @@ def rows(retriever: Any, query: str, now: Any, positives: set[str], hybrid: bool
         if "exchange" in s and "text" not in s:
             continue  # joined through its answer: no evidence of its own to learn from
         if hybrid:
-            x.append([s.get("text", 0.0), s.get("vector", 0.0), s.get("standout", 0.0)])
+            x.append([s.get(name, 0.0) for name in HYBRID_FEATURES])
         else:
-            x.append([s.get("text", 0.0)])
+            x.append([s.get(name, 0.0) for name in TEXT_FEATURES])
         y.append(int(hit.event.id in positives))
     return x, y
 
@@ -116,20 +148,21 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, help="haystack vector cache (as benchmarks/longmemeval.py --cache)")
     ap.add_argument("--lme-stride", type=int, default=4)
     ap.add_argument("--replay", action="store_true", help="also the coding replay's dev queries")
+    ap.add_argument("--replay-cache", type=Path, default=Path(tempfile.gettempdir()) / "replay-cache")
     ap.add_argument("--cached-only", action="store_true", help="only LongMemEval questions already in --cache")
     args = ap.parse_args()
     for hybrid in (True, False):
         xs: list[list[float]] = []
         ys: list[int] = []
         if args.lme:
-            for retriever, query, now, positives in lme_cases(args.lme, args.cache, args.lme_stride, hybrid, args.cached_only):
+            for retriever, query, now, positives in lme_cases(
+                args.lme, args.cache, args.lme_stride, hybrid, args.cached_only
+            ):
                 x, y = rows(retriever, query, now, positives, hybrid)
                 xs += x
                 ys += y
         if args.replay:
-            import coding_replay
-
-            for retriever, query, now, positives in coding_replay.dev_cases(hybrid):
+            for retriever, query, now, positives in replay_cases(hybrid, args.replay_cache):
                 x, y = rows(retriever, query, now, positives, hybrid)
                 xs += x
                 ys += y

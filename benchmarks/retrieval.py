@@ -79,7 +79,16 @@ def _fmt(value: Any, digits: int = 3) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
 
-HEADER = ["benchmark", "mode", "top-5 / recall_any@5", "turn@10", "injected right", "avg injected", "no-match silent", "stale injected"]
+HEADER = [
+    "benchmark",
+    "mode",
+    "top-5 / recall_any@5",
+    "turn@10",
+    "injected right",
+    "avg injected",
+    "no-match silent",
+    "stale injected",
+]
 
 
 def main() -> None:

@@ -147,14 +147,16 @@ class VectorsConfig(Section):
 
 class RetrievalConfig(Section):
     hybrid_weights: list[float] = _f(
-        [-6.0, 6.0, 4.0, 8.0],
+        [-4.514, 5.501, 0.0, 6.084],
         "Logistic weights [bias, text, cosine, stand-out] of P(memory bears on the query); "
         "fitted on the benchmarks' dev split by benchmarks/calibrate.py.",
     )
     text_weights: list[float] = _f(
-        [-4.0, 7.0], "Logistic weights [bias, text] when there is no vector side (full text only)."
+        [-4.463, 7.715], "Logistic weights [bias, text] when there is no vector side (full text only)."
     )
-    w_recency: float = _f(0.1, "How much recency reorders results (relative nudge; never changes the score).")
+    w_recency: float = _f(
+        0.3, "How much being newer than the other candidates reorders results (relative nudge; never the score)."
+    )
     w_status: float = _f(0.1, "How much the event type reorders results (relative nudge; never changes the score).")
     when_weight: float = _f(
         0.4, "How much a result far from a time the query names drops in the order (never in its score)."
@@ -165,7 +167,12 @@ class RetrievalConfig(Section):
     exchange_support: float = _f(
         0.5, "How much a prompt and the answer that followed it lift each other (0 = off); never lowers one."
     )
-    recency_half_life_days: float = _f(30.0, "Recency halves every N days.")
+    recency_half_life_days: float = _f(30.0, "Recency halves every N days older than the newest candidate.")
+    cjk_vectors: bool = _f(
+        False,
+        "Use vector similarity for queries written mostly in Korean, Chinese or Japanese. Off for the default "
+        "English model, which maps such text to near-identical vectors; turn on with a multilingual model.",
+    )
     high_threshold: float = _f(0.8, "Score (probability) at or above which, with the gap, a match is 'high'.")
     high_gap: float = _f(0.2, "Minimum lead of the top result over the best result from another session for 'high'.")
     suggest_threshold: float = _f(0.5, "Score (probability) at or above which a match is 'suggested'.")

@@ -32,7 +32,14 @@ def gate(hits: list[Hit], rcfg: Any, max_results: int) -> list[Hit]:
     if not passed:
         return []
     best = max(h.score for h in passed)
-    return [h for h in passed if h.score >= rcfg.inject_relative * best][:max_results]
+    chosen: list[Hit] = []
+    sessions: set[str] = set()
+    for h in passed:
+        # One memory per session: a session's summary, prompt and answer say one thing three times.
+        if h.score >= rcfg.inject_relative * best and h.event.session_id not in sessions:
+            chosen.append(h)
+            sessions.add(h.event.session_id)
+    return chosen[:max_results]
 
 
 def supersede(hits: list[Hit], index: Any, similarity: float) -> list[Hit]:
