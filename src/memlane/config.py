@@ -147,7 +147,7 @@ class VectorsConfig(Section):
 
 class RetrievalConfig(Section):
     hybrid_weights: list[float] = _f(
-        [-4.514, 5.501, 0.0, 6.084],
+        [-4.555, 4.523, 0.0, 7.273],
         "Logistic weights [bias, text, cosine, stand-out] of P(memory bears on the query); "
         "fitted on the benchmarks' dev split by benchmarks/calibrate.py.",
     )
@@ -155,7 +155,7 @@ class RetrievalConfig(Section):
         [-4.463, 7.715], "Logistic weights [bias, text] when there is no vector side (full text only)."
     )
     w_recency: float = _f(
-        0.3, "How much being newer than the other candidates reorders results (relative nudge; never the score)."
+        1.0, "How much being newer than the other candidates reorders results (relative nudge; never the score)."
     )
     w_status: float = _f(0.1, "How much the event type reorders results (relative nudge; never changes the score).")
     when_weight: float = _f(
@@ -173,15 +173,17 @@ class RetrievalConfig(Section):
         "Use vector similarity for queries written mostly in Korean, Chinese or Japanese. Off for the default "
         "English model, which maps such text to near-identical vectors; turn on with a multilingual model.",
     )
-    high_threshold: float = _f(0.8, "Score (probability) at or above which, with the gap, a match is 'high'.")
+    high_threshold: float = _f(0.6, "Score (probability) at or above which, with the gap, a match is 'high'.")
     high_gap: float = _f(0.2, "Minimum lead of the top result over the best result from another session for 'high'.")
-    suggest_threshold: float = _f(0.5, "Score (probability) at or above which a match is 'suggested'.")
-    inject_threshold: float = _f(0.5, "Lowest score injected into a prompt.")
+    suggest_threshold: float = _f(0.15, "Score (probability) at or above which a match is 'suggested'.")
+    inject_threshold: float = _f(
+        0.15, "Lowest score injected into a prompt (chosen on the benchmarks' dev split: docs/retrieval.md)."
+    )
     inject_relative: float = _f(
         0.5, "A further memory is injected only if its score is at least this share of the best one's."
     )
     supersede_similarity: float = _f(
-        0.8, "Two injected memories this similar (cosine) are one subject: only the newer one is injected."
+        0.6, "Two injected memories this similar (cosine) are one subject: only the newer one is injected."
     )
     candidates: int = _f(50, "Candidates drawn from each index before fusion.")
     cross_project: bool = _f(False, "Allow memories of other projects in retrieval and injection.")

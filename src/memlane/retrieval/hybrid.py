@@ -31,6 +31,8 @@ def _executor() -> Any:
 
 _TOKEN = re.compile(r"[^\W_]+")
 EXCHANGE_DEPTH = 30  # candidates whose exchange is looked up
+MIN_BACKGROUND = 10  # neighbours needed to take their median as the query's background similarity
+UNRELATED_COSINE = 0.2  # all-MiniLM-L6-v2's typical similarity between unrelated texts
 
 
 class Hit:
@@ -206,7 +208,9 @@ class Retriever:
                 near.setdefault(event_id, neighbour)
         weights = [sum(scoring.idf(total, df.get(t, 0)) for t in term) / len(term) for term in terms]
         cosines = sorted(n.similarity for n in near.values())
-        background = cosines[len(cosines) // 2] if cosines else 0.0  # the median neighbour: "on topic" level
+        # The median neighbour is the "on topic" level; a store too small for a median gets the level of
+        # unrelated text instead (a two-memory store's median is its best match).
+        background = cosines[len(cosines) // 2] if len(cosines) >= MIN_BACKGROUND else UNRELATED_COSINE
         floor = cosines[0] if cosines else None  # a candidate outside the neighbours is at most this close
         rows = []
         for event_id in {**events, **near}:

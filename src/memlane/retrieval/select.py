@@ -32,14 +32,9 @@ def gate(hits: list[Hit], rcfg: Any, max_results: int) -> list[Hit]:
     if not passed:
         return []
     best = max(h.score for h in passed)
-    chosen: list[Hit] = []
-    sessions: set[str] = set()
-    for h in passed:
-        # One memory per session: a session's summary, prompt and answer say one thing three times.
-        if h.score >= rcfg.inject_relative * best and h.event.session_id not in sessions:
-            chosen.append(h)
-            sessions.add(h.event.session_id)
-    return chosen[:max_results]
+    # Not one per session: tried, and a session's best-ranked event is often its summary or prompt
+    # rather than the answer itself (coding replay dev: 0.61 → 0.47 of answers injected).
+    return [h for h in passed if h.score >= rcfg.inject_relative * best][:max_results]
 
 
 def supersede(hits: list[Hit], index: Any, similarity: float) -> list[Hit]:
