@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import hashlib
 import json
 import math
 import os
@@ -28,6 +29,15 @@ from typing import Any
 DEFAULT_DATA = (
     Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval" / "longmemeval_s_cleaned_498q.json.gz"
 )
+
+
+def split_of(question_id: str) -> str:
+    """A fixed dev/test split by a hash of the question id: ~30% dev (tune here), ~70% test (report here).
+
+    It does not depend on file order or on which questions a run samples, so a question never
+    moves between splits.
+    """
+    return "dev" if hashlib.sha256(question_id.encode()).digest()[0] < 77 else "test"
 
 
 def load(path: Path) -> list[dict[str, Any]]:
@@ -109,68 +119,137 @@ def _index(store: Any, embedder: Any, workdir: Path, cfg: Any, cache: Path | Non
     return index
 
 
-def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
-    ap.add_argument("--limit", type=int, default=0, help="only the first N questions (CI-sized runs)")
-    ap.add_argument("--stride", type=int, default=1, help="every K-th question: a sample across all question types")
-    ap.add_argument("--mode", choices=["text", "hybrid"], default="hybrid")
-    ap.add_argument("--cache", type=Path, help="keep haystack vectors here between runs (hybrid mode)")
-    args = ap.parse_args()
-    if not args.data.exists():
-        raise SystemExit(f"no data at {args.data} (pass --data)")
+class BM25:
+    """Plain Okapi BM25 (k1 1.2, b 0.75) over lower-cased word tokens: the baseline memlane must beat."""
+
+    def __init__(self, docs: list[str]) -> None:
+        import re
+        from collections import Counter
+
+        self._word = re.compile(r"\w+")
+        self.tfs = [Counter(self._word.findall(d.lower())) for d in docs]
+        self.lens = [sum(tf.values()) for tf in self.tfs]
+        self.avg = sum(self.lens) / max(len(self.lens), 1)
+        df: Counter[str] = Counter()
+        for tf in self.tfs:
+            df.update(tf.keys())
+        n = len(docs)
+        self.idf = {t: math.log((n - f + 0.5) / (f + 0.5) + 1) for t, f in df.items()}
+
+    def rank(self, query: str) -> list[int]:
+        terms = set(self._word.findall(query.lower()))
+        scores = []
+        for i, tf in enumerate(self.tfs):
+            score = 0.0
+            for t in terms:
+                if f := tf.get(t):
+                    score += self.idf[t] * f * 2.2 / (f + 1.2 * (0.25 + 0.75 * self.lens[i] / self.avg))
+            scores.append(score)
+        return sorted((i for i, sc in enumerate(scores) if sc > 0), key=lambda i: -scores[i])
+
+
+def evaluate(
+    questions: list[dict[str, Any]], mode: str, cache: Path | None = None, quiet: bool = False, cfg: Any = None
+) -> dict:
+    """Session recall_any@5, recall_all@5, nDCG@10, turn recall_any@10 and what the hook would inject.
+
+    ``mode``: ``bm25`` (plain Okapi BM25 over turns), ``text`` (memlane full-text), ``hybrid``.
+    """
     from memlane import config
     from memlane.retrieval.hybrid import Retriever
+    from memlane.retrieval.select import select_for_injection
 
-    questions = [q for q in load(args.data) if not q["question_id"].endswith("_abs")]
-    questions = questions[:: max(1, args.stride)]
-    if args.limit:
-        questions = questions[: args.limit]
     embedder = None
-    if args.mode == "hybrid":
+    if mode == "hybrid":
         from memlane.embed import get_embedder
 
         embedder = get_embedder(config.Config().embedding)
-    cfg = config.Config()
-    metrics: dict[str, list[float]] = {"recall_any@5": [], "recall_all@5": [], "ndcg@10": [], "turn_recall_any@10": []}
+    cfg = cfg or config.load()  # defaults and MEMLANE_* overrides, so a weight can be tried without editing
+    keys = ["recall_any@5", "recall_all@5", "ndcg@10", "turn_recall_any@10", "injected_evidence", "injected_count"]
+    metrics: dict[str, list[float]] = {k: [] for k in keys}
     latencies = []
     started = time.time()
     for n, q in enumerate(questions, 1):
         workdir = Path(tempfile.mkdtemp(prefix="lme-"))
         try:
-            store, index, answer_turns = build(q, workdir, embedder, args.cache)
-            retriever = Retriever(store, cfg, embedder, index)
+            store, index, answer_turns = build(q, workdir, embedder, cache)
             t0 = time.perf_counter()
-            # The question is asked on its own date: "two weeks ago" means two weeks before that.
-            asked = datetime.fromisoformat(iso(q["question_date"]).replace("Z", "+00:00"))
-            hits = retriever.search(q["question"], limit=50, now=asked)
+            if mode == "bm25":
+                events = list(store.iter_events())
+                ranking = [events[i] for i in BM25([e.content for e in events]).rank(q["question"])[:50]]
+                injected = None
+            else:
+                retriever = Retriever(store, cfg, embedder, index)
+                # The question is asked on its own date: "two weeks ago" means two weeks before that.
+                asked = datetime.fromisoformat(iso(q["question_date"]).replace("Z", "+00:00"))
+                hits = retriever.search(q["question"], limit=50, now=asked)
+                ranking = [h.event for h in hits]
+                injected = select_for_injection(hits[:15], index, cfg)
             latencies.append((time.perf_counter() - t0) * 1000)
             sessions: list[str] = []
-            for hit in hits:
-                if hit.event.session_id not in sessions:
-                    sessions.append(hit.event.session_id)
+            for event in ranking:
+                if event.session_id not in sessions:
+                    sessions.append(event.session_id)
             relevant = set(q["answer_session_ids"])
             top5 = set(sessions[:5])
             metrics["recall_any@5"].append(float(bool(top5 & relevant)))
             metrics["recall_all@5"].append(float(relevant <= top5))
             metrics["ndcg@10"].append(ndcg(sessions, relevant, 10))
             if answer_turns:
-                top_turns = {h.event.id for h in hits[:10]}
+                top_turns = {e.id for e in ranking[:10]}
                 metrics["turn_recall_any@10"].append(float(bool(top_turns & set(answer_turns))))
+                if injected is not None:
+                    metrics["injected_evidence"].append(float(any(h.event.id in answer_turns for h in injected)))
+            if injected is not None:
+                metrics["injected_count"].append(float(len(injected)))
             store.close()
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
-        if n % 10 == 0 or n == len(questions):
+        if not quiet and (n % 10 == 0 or n == len(questions)):
             summary = "  ".join(f"{k} {statistics.mean(v):.3f}" for k, v in metrics.items() if v)
             print(f"\r[{n}/{len(questions)}] {summary}", end="", file=sys.stderr, flush=True)
-    print(file=sys.stderr)
+    if not quiet:
+        print(file=sys.stderr)
+    out: dict[str, Any] = {k: statistics.mean(v) for k, v in metrics.items() if v}
+    out.update(questions=len(questions), seconds=round(time.time() - started), p50_ms=statistics.median(latencies))
+    return out
+
+
+def select(path: Path, split: str = "all", stride: int = 1, limit: int = 0) -> list[dict[str, Any]]:
+    questions = [q for q in load(path) if not q["question_id"].endswith("_abs")]
+    if split != "all":
+        questions = [q for q in questions if split_of(q["question_id"]) == split]
+    questions = questions[:: max(1, stride)]
+    return questions[:limit] if limit else questions
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--data", type=Path, default=DEFAULT_DATA)
+    ap.add_argument("--limit", type=int, default=0, help="only the first N questions (CI-sized runs)")
+    ap.add_argument("--stride", type=int, default=1, help="every K-th question: a sample across all question types")
+    ap.add_argument("--split", choices=["dev", "test", "all"], default="all", help="fixed dev/test split (tune on dev)")
+    ap.add_argument("--mode", choices=["bm25", "text", "hybrid"], default="hybrid")
+    ap.add_argument("--cache", type=Path, help="keep haystack vectors here between runs (hybrid mode)")
+    ap.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    ap.add_argument("--cached-only", action="store_true", help="only questions whose vectors are in --cache")
+    args = ap.parse_args()
+    if not args.data.exists():
+        raise SystemExit(f"no data at {args.data} (pass --data)")
+    questions = select(args.data, args.split, args.stride, args.limit)
+    if args.cached_only and args.cache:
+        questions = [q for q in questions if any(args.cache.glob(f"{q['question_id']}.*.npy"))]
+    result = evaluate(questions, args.mode, args.cache)
+    if args.json:
+        print(json.dumps(result))
+        return
     print(
-        f"LongMemEval ({args.data.name}), {len(questions)} non-abstention questions, mode={args.mode}, "
-        f"{time.time() - started:.0f} s"
+        f"LongMemEval ({args.data.name}), {len(questions)} non-abstention questions, split={args.split}, "
+        f"mode={args.mode}, {result['seconds']} s"
     )
-    for key, values in metrics.items():
-        print(f"  {key:<22} {statistics.mean(values):.4f}   (n={len(values)})")
-    print(f"  search latency        p50 {statistics.median(latencies):.1f} ms")
+    for key, value in result.items():
+        if key not in ("questions", "seconds"):
+            print(f"  {key:<22} {value:.4f}")
 
 
 if __name__ == "__main__":

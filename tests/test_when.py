@@ -34,6 +34,7 @@ def days_ago(span: tuple[datetime, datetime]) -> tuple[float, float]:
         ("who did I go with last Saturday?", (1.0, 3.0)),
         ("the release last Monday", (6.0, 8.0)),
         ("what broke this past weekend", (0.0, 3.0)),
+        ("sum the last year of invoices", (0.0, 365.0)),  # "the last year of X": the past year, not the one before
     ],
 )
 def test_windows(query: str, expected: tuple[float, float]) -> None:
@@ -55,6 +56,43 @@ def test_windows(query: str, expected: tuple[float, float]) -> None:
 )
 def test_no_time_phrase(query: str) -> None:
     assert when.find(query, NOW) is None
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "`date.today()` in the nightly report is off by one day again",
+        "date.today() in the nightly report is off by one day",
+        "datetime.date.today() - timedelta(days=1) returns the wrong day",
+        "render '3 days ago' style timestamps in the activity feed",
+        'the label should read "2 weeks ago" not "14 days"',
+        "rename last_week_total and today_count in stats.py",
+        "call get_yesterday() before the export",
+        "```\nsince = now - timedelta(days=7)  # last week\n```",
+    ],
+)
+def test_time_words_in_code_and_quotes_are_not_a_time(query: str) -> None:
+    assert when.find(query, NOW) is None
+
+
+def test_prose_around_code_still_names_a_time() -> None:
+    found = when.find("`date.today()` broke yesterday", NOW)
+    assert found is not None and days_ago(found[0]) == (0.5, 2.0)
+
+
+def test_a_time_phrase_reorders_but_never_lowers_a_score(tmp_path: Path) -> None:
+    """A named time is a soft preference: it cannot push a strong match under the injection gate."""
+    store = Store(tmp_path / "m.db", "p")
+    old = (NOW - timedelta(days=30)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    store.append(
+        [NewEvent("agent_response", "s", "CI failed: the postgres service container was not ready", "1", {}, ts=old)]
+    )
+    retriever = Retriever(store, config.Config())
+    plain = retriever.search("CI failed again, postgres service container not ready", now=NOW)[0]
+    timed = retriever.search("CI failed again this week, postgres service container not ready", now=NOW)[0]
+    assert timed.sources["when"] < 1.0
+    assert timed.score == pytest.approx(plain.score, abs=1e-9)
+    store.close()
 
 
 def test_closeness_falls_off_outside_the_window() -> None:

@@ -149,24 +149,46 @@ class VectorsConfig(Section):
 
 
 class RetrievalConfig(Section):
-    w_bm25: float = _f(0.45, "Weight of full-text (BM25) evidence in the fused score.")
-    w_vector: float = _f(0.45, "Weight of vector similarity in the fused score.")
-    w_recency: float = _f(0.05, "Weight of recency.")
-    w_status: float = _f(0.05, "Weight of event status (type) prior.")
+    hybrid_weights: list[float] = _f(
+        [-4.555, 4.523, 0.0, 7.273],
+        "Logistic weights [bias, text, cosine, stand-out] of P(memory bears on the query); "
+        "fitted on the benchmarks' dev split by benchmarks/calibrate.py.",
+    )
+    text_weights: list[float] = _f(
+        [-4.463, 7.715], "Logistic weights [bias, text] when there is no vector side (full text only)."
+    )
+    w_recency: float = _f(
+        1.0, "How much being newer than the other candidates reorders results (relative nudge; never the score)."
+    )
+    w_status: float = _f(0.1, "How much the event type reorders results (relative nudge; never changes the score).")
+    when_weight: float = _f(
+        0.4, "How much a result far from a time the query names drops in the order (never in its score)."
+    )
     session_support: float = _f(
         0.3, "How much the best other match from the same session lifts a result (0 = off); it never lowers one."
     )
     exchange_support: float = _f(
         0.5, "How much a prompt and the answer that followed it lift each other (0 = off); never lowers one."
     )
-    recency_half_life_days: float = _f(30.0, "Recency halves every N days.")
-    high_threshold: float = _f(0.92, "Score at or above which (with the gap) a match is 'high'.")
-    high_gap: float = _f(0.03, "Minimum lead of the top result over the next for 'high'.")
-    suggest_threshold: float = _f(0.75, "Score at or above which a match is 'suggested'.")
-    inject_threshold: float = _f(0.75, "Lowest score injected into a prompt.")
+    recency_half_life_days: float = _f(30.0, "Recency halves every N days older than the newest candidate.")
+    cjk_vectors: bool = _f(
+        False,
+        "Use vector similarity for queries written mostly in Korean, Chinese or Japanese. Off for the default "
+        "English model, which maps such text to near-identical vectors; turn on with a multilingual model.",
+    )
+    high_threshold: float = _f(0.6, "Score (probability) at or above which, with the gap, a match is 'high'.")
+    high_gap: float = _f(0.2, "Minimum lead of the top result over the best result from another session for 'high'.")
+    suggest_threshold: float = _f(0.15, "Score (probability) at or above which a match is 'suggested'.")
+    inject_threshold: float = _f(
+        0.15, "Lowest score injected into a prompt (chosen on the benchmarks' dev split: docs/retrieval.md)."
+    )
+    inject_relative: float = _f(
+        0.5, "A further memory is injected only if its score is at least this share of the best one's."
+    )
+    supersede_similarity: float = _f(
+        0.6, "Two injected memories this similar (cosine) are one subject: only the newer one is injected."
+    )
     candidates: int = _f(50, "Candidates drawn from each index before fusion.")
-    vector_floor: float = _f(0.20, "Cosine similarity that counts as no evidence (unrelated text).")
-    vector_ceiling: float = _f(0.55, "Cosine similarity that counts as full evidence (a close paraphrase).")
     cross_project: bool = _f(False, "Allow memories of other projects in retrieval and injection.")
 
 
@@ -293,6 +315,15 @@ def _check_value(key: str, value: Any, spec: Field) -> Any:
             raise ConfigError(f"{key}: must be one of {', '.join(map(repr, spec.choices))}, got {value!r}")
         return value
     kind = spec.kind
+    if kind is list and spec.default and isinstance(spec.default[0], float):
+        # Model weights: a list of numbers of the default's length (any sign).
+        if (
+            not isinstance(value, list)
+            or len(value) != len(spec.default)
+            or not all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+        ):
+            raise ConfigError(f"{key}: must be a list of {len(spec.default)} numbers, got {value!r}")
+        return [float(v) for v in value]
     if kind is list:
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise ConfigError(f"{key}: must be a list of strings, got {value!r}")

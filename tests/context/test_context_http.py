@@ -178,7 +178,7 @@ def test_prompt_injection_through_the_daemon_carries_editor_state(
     )
     text = json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert "[mem:" in text and "currentFile: db/pool.py" in text  # only the daemon knew the current file
-    assert "(suggested, 0.00)" in text  # the daemon's format, not the in-process fallback
+    # (The daemon and the full-text fallback now format memories alike; the current file says which.)
     assert "## Project context" not in text  # rules unchanged since they were loaded
     status, body = call(
         daemon, "GET", f"/api/context{q(root, sessionId=payload('02-UserPromptSubmit.json')['session_id'])}"

@@ -10,7 +10,7 @@ When nothing is relevant, nothing is returned and nothing is injected.
 from __future__ import annotations
 
 from memlane.config import Config
-from memlane.store.db import Event, Store, parse_query
+from memlane.store.db import Event, Store
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -48,30 +48,26 @@ def query_of(prompt: str) -> str:
     return prompt[:QUERY_HEAD_CHARS] + "\n" + prompt[-QUERY_TAIL_CHARS:]
 
 
-def _coverage(event: Event, terms: list[str]) -> int:
-    text = event.content.lower()
-    return sum(1 for t in terms if t in text)
+def prompt_hits(store: Store, prompt: str, cfg: Config, exclude_ids: Sequence[str] = ()) -> list[Any]:
+    """Full-text memories for a prompt, scored and gated exactly as the daemon's hybrid path gates them.
+
+    This is the answer when the daemon is down or late: the same retriever and the same gate with the
+    text-only model, so an exact identifier or error code finds the same memory either way, and a
+    prompt that shares only common words with history gets nothing.
+    """
+    if len(prompt.strip()) < cfg.injection.min_prompt_chars:
+        return []
+    from memlane.retrieval.hybrid import Retriever
+    from memlane.retrieval.select import gate
+
+    prompt = query_of(prompt)  # a pasted 19 MB log costs what its head and tail cost
+    hits = Retriever(store, cfg).search(prompt, limit=cfg.injection.max_results * 3, exclude_ids=exclude_ids)
+    return gate(hits, cfg.retrieval, cfg.injection.max_results)
 
 
 def prompt_memories(store: Store, prompt: str, cfg: Config, exclude_ids: Sequence[str] = ()) -> list[Event]:
-    """Full-text memories for a prompt: hits sharing enough distinct words with it."""
-    if len(prompt.strip()) < cfg.injection.min_prompt_chars:
-        return []
-    prompt = query_of(prompt)
-    words, _trigrams, _short = parse_query(prompt)
-    terms = [w.strip('"').lower() for w in words]
-    hits = store.fts(prompt, limit=cfg.injection.max_results * 4, exclude_ids=exclude_ids)
-    need = 1 if len(terms) <= 1 else 2
-    chosen: list[Event] = []
-    for event, _score in hits:
-        if terms and _coverage(event, terms) < need:
-            continue
-        if event.type in ("session_start", "session_end"):
-            continue
-        chosen.append(event)
-        if len(chosen) >= cfg.injection.max_results:
-            break
-    return chosen
+    """The events of ``prompt_hits``."""
+    return [h.event for h in prompt_hits(store, prompt, cfg, exclude_ids)]
 
 
 def compose(task: str, cfg: Config, context: PromptContext | None, lines: Sequence[str], header: str) -> str:
@@ -100,8 +96,7 @@ def hits_context(hits: Sequence[Any], cfg: Config, current: str = "", context: P
 def prompt_context(
     store: Store, prompt: str, cfg: Config, exclude_ids: Sequence[str] = (), context: PromptContext | None = None
 ) -> str:
-    events = prompt_memories(store, prompt, cfg, exclude_ids)
-    return compose("prompt_injection", cfg, context, [event_line(e) for e in events], HEADER)
+    return hits_context(prompt_hits(store, prompt, cfg, exclude_ids), cfg, context=context)
 
 
 def session_start_context(

@@ -13,6 +13,7 @@ from memlane import config
 from memlane.logs import log
 from memlane.memory import Memory
 from memlane.retrieval.hybrid import Hit, Retriever
+from memlane.retrieval.select import select_for_injection
 
 
 class Engine:
@@ -65,17 +66,15 @@ class Engine:
         if len(prompt.strip()) < cfg.injection.min_prompt_chars:
             return []
         if self.embedder is None or self.index(memory.project.id) is None:
-            # Without vectors the calibrated threshold is out of reach for paraphrases; use the
-            # full-text rule the hooks use (enough distinct shared words), on the same events.
-            from memlane.capture.inject import prompt_memories
+            # Without vectors: the text-only model and the same gate, as the hooks' fallback uses.
+            from memlane.capture.inject import prompt_hits
 
-            events = prompt_memories(memory.store, prompt, cfg, exclude_ids or [])
-            return [Hit(e, 0.0, {}, "suggested") for e in events]
+            return prompt_hits(memory.store, prompt, cfg, exclude_ids or [])
         hits = self.search(memory, prompt, limit=cfg.injection.max_results * 3, exclude_ids=exclude_ids or [])
         if cfg.retrieval.cross_project:
             hits.extend(self._other_projects(memory, prompt, cfg.injection.max_results))
             hits.sort(key=lambda h: -h.score)
-        return [h for h in hits if h.score >= cfg.retrieval.inject_threshold][: cfg.injection.max_results]
+        return select_for_injection(hits, self.index(memory.project.id), cfg)
 
     def _other_projects(self, memory: Memory, prompt: str, limit: int) -> list[Hit]:
         """Only when the user enabled ``retrieval.cross_project``: memories of their other projects."""
@@ -91,3 +90,4 @@ class Engine:
             except Exception as exc:  # noqa: BLE001 - one broken store must not break injection
                 log("retrieval", "warning", f"cross-project search skipped {entry.get('id')}: {exc!r}")
         return hits
+

@@ -31,7 +31,8 @@ def _executor() -> Any:
 
 _TOKEN = re.compile(r"[^\W_]+")
 EXCHANGE_DEPTH = 30  # candidates whose exchange is looked up
-WHEN_WEIGHT = 0.4  # how much of its score an event loses when it is far from the time a query names
+MIN_BACKGROUND = 10  # neighbours needed to take their median as the query's background similarity
+UNRELATED_COSINE = 0.2  # all-MiniLM-L6-v2's typical similarity between unrelated texts
 
 
 class Hit:
@@ -88,6 +89,15 @@ def coverage(event: Event, terms: list[list[str]], grams: list[str], weights: li
     return (got / total if total else 0.0), matched
 
 
+_CJK = re.compile(r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+
+
+def mostly_cjk(text: str) -> bool:
+    """Korean, Chinese or Japanese make up most of the letters (identifiers and English words aside)."""
+    letters = sum(1 for ch in text if ch.isalpha())
+    return letters > 0 and len(_CJK.findall(text)) >= 0.5 * letters
+
+
 class _Candidate(NamedTuple):
     score: float
     ts: str
@@ -119,6 +129,23 @@ def _lift(ranked: list[_Candidate], group_of: dict[str, str], weight: float, lab
             c = c._replace(score=c.score + weight * others[0] * (1 - c.score))
         out.append(c)
     return out
+
+
+def _recency(ranked: list[_Candidate], half_life_days: float) -> None:
+    """Each candidate's recency relative to the newest one: 1 for the newest, halving every half-life.
+
+    Relative, not to the wall clock: what matters is which of two memories on one subject is the later
+    (a changed setting, a replaced library), whether the question comes a day or a year after both.
+    """
+    newest = max((c.ts for c in ranked), default="")
+    top = scoring.moment(newest)
+    for c in ranked:
+        c.sources["recency"] = scoring.recency(c.ts, half_life_days, top) if top is not None else 0.0
+
+
+def _order(c: _Candidate, rcfg: Any) -> float:
+    s = c.sources
+    return scoring.rank_key(c.score, s.get("recency", 0.0), s.get("prior", 1.0), s.get("when"), rcfg)
 
 
 def _session_support(ranked: list[_Candidate], weight: float) -> list[_Candidate]:
@@ -160,7 +187,8 @@ class Retriever:
         found = when.find(query, now or datetime.now(UTC))
         span, words = found if found else (None, query)
         filters: dict[str, Any] = {"session": session, "types": types, "since": since, "until": until}
-        pending = self._embed_async(query, query_vector)
+        vectors_apply = rcfg.cjk_vectors or not mostly_cjk(query)
+        pending = self._embed_async(query, query_vector) if vectors_apply else None
         text_hits = self.store.fts(words, limit=rcfg.candidates, exclude_ids=exclude_ids, **filters)
         inside = None
         if span is not None:  # also the best matches from the time the query names, however few
@@ -179,7 +207,12 @@ class Retriever:
             for event_id, neighbour in self._vector_candidates(pending, exclude_ids, inside).items():
                 near.setdefault(event_id, neighbour)
         weights = [sum(scoring.idf(total, df.get(t, 0)) for t in term) / len(term) for term in terms]
-        ranked: list[_Candidate] = []
+        cosines = sorted(n.similarity for n in near.values())
+        # The median neighbour is the "on topic" level; a store too small for a median gets the level of
+        # unrelated text instead (a two-memory store's median is its best match).
+        background = cosines[len(cosines) // 2] if len(cosines) >= MIN_BACKGROUND else UNRELATED_COSINE
+        floor = cosines[0] if cosines else None  # a candidate outside the neighbours is at most this close
+        rows = []
         for event_id in {**events, **near}:
             event = events.get(event_id)
             # A vector-only candidate is ranked from what its vector row carries; its event is read
@@ -199,19 +232,22 @@ class Retriever:
             if event_id in relative:
                 share, matched = coverage(events[event_id], terms, grams, weights)
                 text = scoring.text_score(share, relative[event_id], matched)
-            vector = scoring.vector_score(near[event_id].similarity, rcfg) if event_id in near else 0.0
-            fresh = scoring.recency(ts, rcfg.recency_half_life_days)
-            prior = scoring.TYPE_PRIOR.get(kind, 0.5)
-            sources = {"text": text, "vector": vector, "recency": fresh, "prior": prior}
-            score = scoring.fuse(text, vector, fresh, prior, rcfg)
-            if span is not None:  # the query names a time: events from then come first
+            cosine = near[event_id].similarity if event_id in near else floor
+            rows.append((event_id, event, kind, ts, session_id, text, cosine))
+        ranked: list[_Candidate] = []
+        for event_id, event, kind, ts, session_id, text, cosine in rows:
+            sources = {"text": text, "prior": scoring.TYPE_PRIOR.get(kind, 0.5)}
+            if cosine is not None:
+                sources.update(vector=cosine, standout=cosine - background)
+            if span is not None:  # the query names a time: events from then come first (order only)
                 sources["when"] = when.closeness(ts, span)
-                score *= 1 - WHEN_WEIGHT * (1 - sources["when"])
+            score = scoring.probability(sources, rcfg)
             ranked.append(_Candidate(score, ts, event_id, event, sources, session_id))
         ranked = self._exchange_support(ranked, rcfg.exchange_support, set(exclude_ids))
         ranked = _session_support(ranked, rcfg.session_support)
+        _recency(ranked, rcfg.recency_half_life_days)
         ranked.sort(key=lambda c: (c.ts, c.event.seq if c.event else 0), reverse=True)  # ties: newest first
-        ranked.sort(key=lambda c: -c.score)
+        ranked.sort(key=lambda c: -_order(c, rcfg))
         hits = self._resolve(ranked, limit, filters)
         labels = scoring.classify([h.score for h in hits], rcfg, [h.event.session_id for h in hits])
         for hit, label in zip(hits, labels, strict=True):

@@ -1,18 +1,28 @@
-"""One calibrated score per result, on a scale where the matcher's thresholds are reachable.
+"""One score per result that estimates "this memory bears on the query", and the labels read from it.
 
-Evidence comes from two places, each mapped to [0, 1]:
+Evidence per candidate:
 
-- text ``t``: IDF-weighted share of the query's words found in the event, scaled by its BM25 rank
-  relative to the best hit — exact identifiers (file names, error codes) are rare words, so they
-  carry most of the weight;
-- vector ``v``: cosine similarity mapped linearly from ``vector_floor`` (unrelated) to
-  ``vector_ceiling`` (a paraphrase), clamped.
+- text ``t`` in [0, 1]: IDF-weighted share of the query's words found in the event, scaled by its
+  BM25 rank relative to the best hit — exact identifiers (file names, error codes) are rare words, so
+  they carry most of the weight;
+- cosine ``c``: the best cosine similarity between the query and one of the event's vectors;
+- stand-out ``s``: ``c`` minus the median cosine of the query's nearest neighbours. In a store about
+  one subject (one codebase, one long conversation) every memory is "about" the query and raw cosines
+  are uniformly high; what marks the memory that answers it is how far it stands above that
+  background;
 
-They are combined as a weighted noisy-OR, ``1 - (1-t)^a (1-v)^b``, so either strong signal alone
-can carry a result and two moderate ones reinforce each other (the original design summed weighted
-parts, which capped a perfect match at 0.75 and made "high" unreachable). Recency and a small prior by
-event type take the remaining ``w_recency + w_status`` of the scale. A perfect, fresh answer scores
-1.0; "high" (≥ 0.92 with a 0.03 lead) needs strong evidence; "suggested" starts at 0.75.
+and they are combined by logistic regression, ``P = sigmoid(w · features)``, with weights fitted on the
+dev split of the retrieval benchmarks (``benchmarks/calibrate.py``). Nothing saturates: an earlier
+version mapped any cosine ≥ 0.55 to full evidence and fused with a noisy-OR, so in a one-subject
+store most candidates scored ~0.99 and noise decided the order. With a linear logit, lexical evidence
+keeps ordering candidates that are all on-topic, and ``P`` is a probability the gate can use:
+"suggested" at ``suggest_threshold``, "high" at ``high_threshold`` with a lead over the best result
+from another session.
+
+Recency, a small prior by event type and a time named in the query only reorder results
+(``rank_key``); they never change ``P``, so a time phrase cannot push a strong match under the
+injection gate. (The type is kept out of ``P`` on purpose: fitted, it learns a benchmark's labelling
+habits — LongMemEval marks user turns as evidence — rather than what helps.)
 """
 
 from __future__ import annotations
@@ -38,9 +48,11 @@ def clamp(x: float) -> float:
     return 0.0 if x < 0 else 1.0 if x > 1 else x
 
 
-def vector_score(similarity: float, cfg: RetrievalConfig) -> float:
-    span = max(cfg.vector_ceiling - cfg.vector_floor, 1e-6)
-    return clamp((similarity - cfg.vector_floor) / span)
+def sigmoid(z: float) -> float:
+    if z >= 0:
+        return 1.0 / (1.0 + math.exp(-z))
+    e = math.exp(z)
+    return e / (1.0 + e)
 
 
 def text_score(coverage: float, relative_bm25: float, matched_tokens: int) -> float:
@@ -49,43 +61,65 @@ def text_score(coverage: float, relative_bm25: float, matched_tokens: int) -> fl
     return clamp(coverage * (0.6 + 0.4 * clamp(relative_bm25)) * support)
 
 
-def recency(ts: str, half_life_days: float, now: float | None = None) -> float:
+# Ranks (1 / (1 + position) in the full-text or vector list) were tried as features and dropped: every
+# query has a first result, so they lifted unanswerable prompts over the gate (coding replay dev: 0.94 →
+# 0.88 of no-match prompts silent at equal recall).
+TEXT_FEATURES: tuple[str, ...] = ("text",)
+HYBRID_FEATURES: tuple[str, ...] = ("text", "vector", "standout")
+
+
+def probability(evidence: dict[str, float], cfg: RetrievalConfig) -> float:
+    """P(this memory bears on the query). Without a vector side (no ``vector``) the text-only model."""
+    if "vector" not in evidence:
+        bias, *weights = cfg.text_weights
+        names = TEXT_FEATURES
+    else:
+        bias, *weights = cfg.hybrid_weights
+        names = HYBRID_FEATURES
+    return sigmoid(bias + sum(w * evidence.get(n, 0.0) for w, n in zip(weights, names, strict=True)))
+
+
+def moment(ts: str) -> float | None:
     try:
-        moment = datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
+        return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
     except ValueError:
+        return None
+
+
+def recency(ts: str, half_life_days: float, now: float | None = None) -> float:
+    at = moment(ts)
+    if at is None:
         return 0.0
-    age_days = max(0.0, ((now or time.time()) - moment) / 86400)
+    age_days = max(0.0, ((now or time.time()) - at) / 86400)
     return 0.5 ** (age_days / half_life_days) if half_life_days > 0 else 0.0
 
 
-def fuse(text: float, vector: float, fresh: float, prior: float, cfg: RetrievalConfig) -> float:
-    evidence_weight = cfg.w_bm25 + cfg.w_vector
-    if evidence_weight <= 0:
-        evidence = 0.0
-    else:
-        a = 2 * cfg.w_bm25 / evidence_weight
-        b = 2 * cfg.w_vector / evidence_weight
-        evidence = 1 - (1 - text) ** a * (1 - vector) ** b
-    rest = cfg.w_recency + cfg.w_status
-    total = evidence_weight + rest
-    # Evidence gets its share of the scale; recency and prior fill the rest.
-    share = evidence_weight / total if total else 1.0
-    extra = (cfg.w_recency * fresh + cfg.w_status * prior) / total if total else 0.0
-    return clamp(share * evidence + extra)
+def rank_key(p: float, fresh: float, prior: float, closeness: float | None, cfg: RetrievalConfig) -> float:
+    """The order of results: ``P`` nudged by recency and type and, when the query names a time, by
+    closeness to it.
+
+    All are relative nudges, so they reorder near-equals (a newer answer over an older one with the
+    same evidence) without overturning clearly stronger evidence.
+    """
+    key = p * (1 + cfg.w_recency * fresh) * (1 - cfg.w_status * (1 - prior))
+    if closeness is not None:
+        key *= 1 - cfg.when_weight * (1 - closeness)
+    return key
 
 
 def classify(scores: list[float], cfg: RetrievalConfig, groups: list[str] | None = None) -> list[str]:
-    """Per result (best first): 'high', 'suggested' or 'none'. High needs a lead over the runner-up.
+    """Per result (in rank order): 'high', 'suggested' or 'none'. High needs a lead over the runner-up.
 
-    With ``groups`` (each result's session), the runner-up is the next result from another group:
+    With ``groups`` (each result's session), the runner-up is the best result from another group:
     a question and its answer both matching is support for the top result, not competition.
     """
     groups = groups or [str(i) for i in range(len(scores))]
-    rivals = [s for s, g in zip(scores[1:], groups[1:], strict=True) if g != groups[0]]
-    runner_up = rivals[0] if rivals else 0.0
+    best = max(range(len(scores)), key=lambda i: scores[i]) if scores else 0
+    rivals = [s for i, (s, g) in enumerate(zip(scores, groups, strict=True)) if i != best and g != groups[best]]
+    runner_up = max(rivals, default=0.0)
     labels = []
     for i, score in enumerate(scores):
-        if i == 0 and score >= cfg.high_threshold and score - runner_up >= cfg.high_gap:
+        if i == best and score >= cfg.high_threshold and score - runner_up >= cfg.high_gap:
             labels.append("high")
         elif score >= cfg.suggest_threshold:
             labels.append("suggested")

@@ -3,6 +3,10 @@
 A query that names a time points at events from then, whatever words they share with it. This finds
 the window a query points at (relative to a reference moment, normally now) so retrieval can prefer
 events inside it. English phrases only; a query without one is left alone.
+
+Only prose counts: inline code, quoted strings and identifiers (``date.today()``, ``last_week``,
+"render '3 days ago' labels") talk about time, they do not ask about it, so they are masked before
+the phrases are looked for. Day boundaries are the system's local time zone.
 """
 
 from __future__ import annotations
@@ -45,6 +49,21 @@ _WEEKDAY = re.compile(rf"\b(?:last|this past)\s+({'|'.join(_WEEKDAYS)}|weekend)\
 _DAY = re.compile(r"\b(today|this morning|yesterday|last night)\b", re.IGNORECASE)  # not "tonight": that asks ahead
 
 
+# What is code or quoted text rather than a question about time: fenced and inline code, quoted
+# strings, and identifiers joined by dots, underscores or call parentheses.
+_CODE = re.compile(
+    r"```.*?(?:```|$)|`[^`\n]*`?"
+    r"|\"[^\"\n]{0,200}\"|(?<![\w])'[^'\n]{0,200}'(?![\w])"
+    r"|[\w$]+(?:(?:\.|::|->)[\w$]+)+(?:\([^)\n]{0,80}\))?|\w*_\w+|\w+\([^)\n]{0,80}\)",
+    re.DOTALL,
+)
+
+
+def _prose(query: str) -> str:
+    """The query with code and quoted text blanked out (same length, so match offsets still apply)."""
+    return _CODE.sub(lambda m: " " * len(m.group(0)), query)
+
+
 def _count(word: str) -> float:
     word = word.lower()
     return float(word) if word.isdigit() else float(_NUMBERS[word])
@@ -55,21 +74,26 @@ def find(query: str, now: datetime) -> tuple[tuple[datetime, datetime], str] | N
 
     The rest of the query is what to match words against: "days" and "ago" say when, not what.
     """
-    if m := _AGO.search(query):
+    prose = _prose(query)
+    now = now.astimezone()  # the user's day, not UTC's
+    if m := _AGO.search(prose):
         days = _count(m.group(1)) * _UNIT_DAYS[m.group(2).lower()]
         slack = max(1.0, days * 0.25)  # "two weeks ago" is rarely exactly fourteen days
         span = now - timedelta(days=days + slack), now - timedelta(days=max(days - slack, 0.0))
-    elif m := _SPAN.search(query):
+    elif m := _SPAN.search(prose):
         days = _count(m.group(1)) * _UNIT_DAYS[m.group(2).lower()]
         span = now - timedelta(days=days), now
-    elif m := _LAST.search(query):
+    elif m := _LAST.search(prose):
         days = _UNIT_DAYS[m.group(1).lower()]
-        span = now - timedelta(days=2 * days), now - timedelta(days=days * 0.5)
-    elif m := _WEEKDAY.search(query):
+        if prose[m.end() :].lstrip().lower().startswith("of "):  # "the last year of invoices": the past year
+            span = now - timedelta(days=days), now
+        else:
+            span = now - timedelta(days=2 * days), now - timedelta(days=days * 0.5)
+    elif m := _WEEKDAY.search(prose):
         span = _weekday(m.group(1).lower(), now)
-    elif m := _THIS.search(query):
+    elif m := _THIS.search(prose):
         span = now - timedelta(days=_UNIT_DAYS[m.group(1).lower()]), now
-    elif m := _DAY.search(query):
+    elif m := _DAY.search(prose):
         # Rolling windows: the user's time zone and day boundaries are unknown.
         yesterday = m.group(1).lower() in ("yesterday", "last night")
         span = (now - timedelta(days=2), now - timedelta(days=0.5)) if yesterday else (now - timedelta(days=1), now)

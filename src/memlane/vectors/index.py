@@ -143,6 +143,15 @@ class VectorIndex:
         ranked = sorted(best.items(), key=lambda kv: -kv[1].similarity)[:k]
         return dict(ranked)
 
+    def first_vectors(self, event_ids: list[str]) -> dict[str, Any]:
+        """The first chunk's vector of each event (what it opens with: its subject), by event id."""
+        table = self.table()
+        if table is None or not event_ids:
+            return {}
+        where = f"chunk = 0 AND event_id IN ({', '.join(_quote(e) for e in event_ids)})"
+        rows = table.search().where(where).select(["event_id", "vector"]).limit(len(event_ids)).to_list()
+        return {row["event_id"]: np.asarray(row["vector"], dtype=np.float32) for row in rows}
+
     def search(self, vector: Any, k: int, where: str | None = None) -> list[tuple[str, float]]:
         """(event id, cosine similarity) of the nearest events, best first."""
         return [(event_id, n.similarity) for event_id, n in self.nearest(vector, k, where).items()]

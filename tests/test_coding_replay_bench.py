@@ -1,0 +1,49 @@
+"""The coding-memory replay benchmark, text-only on its real fixtures: the CI-sized check.
+
+Imports all 61 recorded sessions (Claude Code and Codex) with memlane's importers, checks that every
+query's markers fit the imported events, and runs a handful of queries through plain BM25, memlane's
+full-text search and the hooks' full-text fallback. No model is loaded.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "benchmarks" / "coding_replay.py"
+
+
+def run(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "MEMLANE_HOME": str(home)}
+    return subprocess.run([sys.executable, str(BENCH), *args], capture_output=True, text=True, env=env, timeout=120)
+
+
+def test_fixtures_and_queries_fit_together() -> None:
+    queries = [
+        json.loads(x) for x in (ROOT / "benchmarks" / "coding_replay" / "queries.jsonl").read_text().splitlines()
+    ]
+    match = [q for q in queries if q["expect"]]
+    assert len(match) >= 60 and len(queries) - len(match) >= 30
+    assert {q["split"] for q in queries} == {"dev", "test"}
+    assert any(q["category"] == "nomatch_ontopic" for q in queries)
+    assert any(q["lang"] == "ko" and q["expect"] for q in queries) and any(q["stale"] for q in queries)
+    manifest = json.loads((ROOT / "benchmarks" / "coding_replay" / "transcripts" / "manifest.json").read_text())
+    assert len(manifest) >= 59 and {m["cli"] for m in manifest.values()} == {"claude", "codex"}
+
+
+def test_text_only_run(tmp_path: Path) -> None:
+    done = run("--text-only", "--split", "all", "--json", "--keep", str(tmp_path / "store"), home=tmp_path / "home")
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout)
+    assert result["stats"]["files"] == 61 and result["stats"]["events"] > 250
+    summary = result["splits"]["all"]
+    assert summary["columns"] == ["bm25", "fts", "fallback"]
+    assert summary["rows"]["ALL MATCH"]["n"] >= 60 and summary["rows"]["ALL NO-MATCH"]["n"] >= 30
+    by_id = {r["id"]: r for r in result["queries"]}
+    # An exact identifier is found by every full-text path.
+    assert by_id["q023"]["bm25"]["hit"] and by_id["q023"]["fts"]["hit"]
+    assert all(r["fallback"]["n"] <= 5 for r in result["queries"])
