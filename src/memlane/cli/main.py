@@ -163,12 +163,13 @@ def search(
 ) -> None:
     """Search memory by meaning and words (hybrid: BM25 + vectors + recency)."""
     from memlane.retrieval.disclosure import disclose
+    from memlane.retrieval.engine import Engine
 
     text = " ".join(query)
     with obj.memory() as mem:
-        hits = mem.search(
-            text, limit=limit, session=session, types=list(types), since=since, until=until, semantic=not text_only
-        )
+        # The daemon's warm model answers when it is up: no model load in this process.
+        engine = Engine(mem.config, vectors=not text_only, via_daemon=True)
+        hits = mem.search(text, limit=limit, session=session, types=list(types), since=since, until=until, engine=engine)
         rows = disclose(mem.store, hits, disclosure, budget)
     if as_json:
         render.emit_json(rows)
