@@ -107,3 +107,27 @@ def test_mcp_search_is_answered_by_the_daemon(daemon: dict, hook, proj: Path, no
     assert "zebrafinch" in reply.text
     assert engine.daemon_answers == 1
     assert no_local_model == {}
+
+
+def test_vector_commands_use_the_daemons_model(daemon: dict, hook, proj: Path, no_local_model: dict) -> None:  # type: ignore[no-untyped-def, type-arg]
+    from memlane.embed import BertEmbedder
+    from memlane.config import EmbeddingConfig
+
+    hook("UserPromptSubmit", payload("02-UserPromptSubmit.json"))
+    result = CliRunner().invoke(cli, ["-C", str(proj), "process", "--json"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["processed"] >= 1
+    assert no_local_model == {}
+    result = CliRunner().invoke(cli, ["-C", str(proj), "vectors", "status", "--json"], catch_exceptions=False)
+    status = json.loads(result.output)
+    assert status["vectors"] >= 1 and status["current_model"] == BertEmbedder(EmbeddingConfig()).version
+    assert no_local_model == {}
+
+
+def test_import_that_finds_nothing_loads_no_model(proj: Path, no_local_model: dict) -> None:  # type: ignore[type-arg]
+    from memlane.cli.vectors import embed_pending
+    from memlane.memory import Memory
+
+    with Memory.open(proj) as mem:
+        assert embed_pending(mem, quiet=True).processed == 0
+    assert no_local_model == {}

@@ -113,3 +113,12 @@ def test_other_pooling_is_refused(tmp_path: Path) -> None:
     )
     with pytest.raises(bert.UnsupportedModel, match="mean pooling"):
         bert.BertEncoder(str(model))
+
+
+def test_repeated_queries_come_from_the_cache(embedder: BertEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = embedder.embed_query("where is the connection pool configured?")
+    calls = []
+    monkeypatch.setattr(embedder.encoder, "encode", lambda *a, **k: calls.append(a) or np.zeros((1, embedder.dim)))
+    again = embedder.embed_query("where is the connection pool configured?")
+    assert calls == [] and np.array_equal(first, again)
+    assert not again.flags.writeable  # one cached array is shared: nobody may change it in place

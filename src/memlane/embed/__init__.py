@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import threading
+from collections import OrderedDict
 import urllib.error
 import urllib.request
 from typing import Any, Protocol
@@ -30,6 +31,7 @@ from memlane.config import EmbeddingConfig
 from memlane.embed import passages
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+QUERY_CACHE = 256  # query vectors kept per embedder (1.5 KB each)
 
 
 class EmbeddingError(RuntimeError):
@@ -115,13 +117,28 @@ class BertEmbedder:
         self.dim = self.encoder.dim
         self.window = self.encoder.window
         self.version = f"{name}@{_digest(fingerprint, self.dim, self.passage_prefix)}"
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._queries_lock = threading.Lock()
 
     def embed_passages(self, texts: list[str]) -> np.ndarray:
         vectors = self.encoder.encode([self.passage_prefix + t for t in texts], batch_size=self.batch_size)
         return vectors.reshape(len(texts), self.dim)
 
     def embed_query(self, text: str) -> np.ndarray:
-        return self.encoder.encode([self.query_prefix + text])[0]
+        # Prompts repeat (a retried prompt, the same question in the CLI and MCP): in the long-lived daemon a
+        # cached vector saves most of an injection's ~20 ms.
+        with self._queries_lock:
+            cached = self._queries.get(text)
+            if cached is not None:
+                self._queries.move_to_end(text)
+                return cached
+        vector = self.encoder.encode([self.query_prefix + text])[0]
+        vector.flags.writeable = False  # shared between callers
+        with self._queries_lock:
+            self._queries[text] = vector
+            if len(self._queries) > QUERY_CACHE:
+                self._queries.popitem(last=False)
+        return vector
 
     def chunk(self, text: str, overlap: int = 32) -> list[str]:
         """Windows of the model's token limit, cut exactly as ``SentenceTransformerEmbedder.chunk`` cuts them."""
