@@ -58,7 +58,7 @@ def parse_payload(raw: bytes, max_bytes: int) -> dict[str, Any]:
 
 def _load_config() -> config.Config:
     try:
-        return config.load()
+        return config.load_cached()
     except config.ConfigError as exc:
         log("hooks", "error", f"config ignored, using defaults: {exc}")
         return config.Config()
@@ -158,23 +158,35 @@ def prompt_context(
 ) -> str:
     """Hybrid retrieval from the daemon within its deadline; full-text in-process when it cannot answer."""
     prompt = str(payload.get("prompt") or "")
+    from memlane.daemon import state
+
+    if not state.read_info():
+        return inject.prompt_context(store, prompt, cfg, exclude_ids, _context(proj, payload, cfg, store))
+    import threading
+
     from memlane.daemon import client
 
-    answer = client.call(
-        "/api/inject",
-        {
-            "cwd": proj.root_str,
-            "prompt": prompt,
-            "exclude_ids": exclude_ids,
-            "session_id": payload.get("session_id"),
-            "working_directory": payload.get("cwd"),
-        },
-        cfg.daemon.hook_deadline_ms,
-    )
+    # The full-text answer is built while the daemon works on its better one: a daemon that misses its
+    # deadline then costs the deadline, not the deadline plus a fallback started from scratch.
+    answers: list[dict[str, Any] | None] = []
+    body = {
+        "cwd": proj.root_str,
+        "prompt": prompt,
+        "exclude_ids": exclude_ids,
+        "session_id": payload.get("session_id"),
+        "working_directory": payload.get("cwd"),
+    }
+    deadline_ms = cfg.daemon.hook_deadline_ms
+    started = time.monotonic()
+    asking = threading.Thread(target=lambda: answers.append(client.call("/api/inject", body, deadline_ms)), daemon=True)
+    asking.start()
+    fallback = inject.prompt_context(store, prompt, cfg, exclude_ids, _context(proj, payload, cfg, store))
+    asking.join(max(0.0, deadline_ms / 1000 - (time.monotonic() - started)))
+    answer = answers[0] if answers else None
     if answer is not None and isinstance(answer.get("context"), str):
         return str(answer["context"])
     log("hooks", "debug", "daemon did not answer in time; full-text fallback")
-    return inject.prompt_context(store, prompt, cfg, exclude_ids, _context(proj, payload, cfg, store))
+    return fallback
 
 
 def _context(proj: project.Project, payload: dict[str, Any], cfg: config.Config, store: Store) -> PromptContext | None:
