@@ -8,9 +8,16 @@ import sys
 def main() -> None:
     argv = sys.argv[1:]
     if argv[:1] == ["hook"]:
+        import os
+
         from memlane import hooks
 
-        sys.exit(hooks.main(argv[1:]))
+        code = hooks.main(argv[1:], exiting=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        # No interpreter teardown and no SQLite close: the store's checkpoint is left to SQLite's
+        # autocheckpoint (see hooks._LEAVE_OPEN), and the hook returns to Claude Code sooner.
+        os._exit(code)
     from memlane.cli.main import run
 
     run()
