@@ -122,3 +122,13 @@ def test_repeated_queries_come_from_the_cache(embedder: BertEmbedder, monkeypatc
     again = embedder.embed_query("where is the connection pool configured?")
     assert calls == [] and np.array_equal(first, again)
     assert not again.flags.writeable  # one cached array is shared: nobody may change it in place
+
+
+def test_batches_respect_both_limits() -> None:
+    lengths = [5, 5, 5, 300, 300, 40, 40, 40, 40, 40]
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches = bert._batches(order, lengths, batch_size=4)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))  # every text once
+    for b in batches:
+        assert len(b) <= 4
+        assert len(b) == 1 or len(b) * max(lengths[i] for i in b) <= bert.TOKENS_PER_BATCH
