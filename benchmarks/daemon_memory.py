@@ -21,7 +21,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hook_latency import MEMLANE, build_store  # noqa: E402 - a sibling script, not a package
+from hook_latency import MEMLANE, build_store
 
 
 def status_mb(pid: int) -> dict[str, float]:
@@ -51,7 +51,9 @@ def main() -> None:
     from memlane.daemon import client
 
     started = time.time()
-    daemon = subprocess.Popen([*MEMLANE, "serve", "--quiet"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    daemon = subprocess.Popen(
+        [*MEMLANE, "serve", "--quiet"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     try:
         health: dict = {}  # type: ignore[type-arg]
         while time.time() - started < args.timeout:

@@ -110,8 +110,8 @@ def test_mcp_search_is_answered_by_the_daemon(daemon: dict, hook, proj: Path, no
 
 
 def test_vector_commands_use_the_daemons_model(daemon: dict, hook, proj: Path, no_local_model: dict) -> None:  # type: ignore[no-untyped-def, type-arg]
-    from memlane.embed import BertEmbedder
     from memlane.config import EmbeddingConfig
+    from memlane.embed import BertEmbedder
 
     hook("UserPromptSubmit", payload("02-UserPromptSubmit.json"))
     result = CliRunner().invoke(cli, ["-C", str(proj), "process", "--json"], catch_exceptions=False)

@@ -100,7 +100,7 @@ def test_other_architectures_are_refused_by_the_numpy_runtime(tmp_path: Path) ->
 
 def test_runtime_numpy_says_why_it_cannot_run_a_model(tmp_path: Path) -> None:
     cfg = EmbeddingConfig(model=str(_non_bert_model(tmp_path)), runtime="numpy")
-    with pytest.raises(EmbeddingError, match="runtime is numpy but .*not a BERT model"):
+    with pytest.raises(EmbeddingError, match=r"runtime is numpy but .*not a BERT model"):
         get_embedder(cfg)
 
 

@@ -169,7 +169,9 @@ def search(
     with obj.memory() as mem:
         # The daemon's warm model answers when it is up: no model load in this process.
         engine = Engine(mem.config, vectors=not text_only, via_daemon=True)
-        hits = mem.search(text, limit=limit, session=session, types=list(types), since=since, until=until, engine=engine)
+        hits = mem.search(
+            text, limit=limit, session=session, types=list(types), since=since, until=until, engine=engine
+        )
         rows = disclose(mem.store, hits, disclosure, budget)
     if as_json:
         render.emit_json(rows)

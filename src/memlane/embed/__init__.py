@@ -20,9 +20,9 @@ import hashlib
 import json
 import os
 import threading
-from collections import OrderedDict
 import urllib.error
 import urllib.request
+from collections import OrderedDict
 from typing import Any, Protocol
 
 import numpy as np
@@ -172,9 +172,7 @@ class SentenceTransformerEmbedder:
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as exc:
-            raise EmbeddingError(
-                f"model '{cfg.model}' needs the torch runtime: pip install 'memlane[torch]'"
-            ) from exc
+            raise EmbeddingError(f"model '{cfg.model}' needs the torch runtime: pip install 'memlane[torch]'") from exc
 
         name = cfg.model
         path, fingerprint = name, name
@@ -302,7 +300,16 @@ _cache_lock = threading.Lock()
 
 def get_embedder(cfg: EmbeddingConfig) -> Embedder:
     """The embedder for this config, created once per process."""
-    key = (cfg.provider, cfg.runtime, cfg.model, cfg.query_prefix, cfg.passage_prefix, cfg.url, cfg.api_key_env, cfg.dimensions)
+    key = (
+        cfg.provider,
+        cfg.runtime,
+        cfg.model,
+        cfg.query_prefix,
+        cfg.passage_prefix,
+        cfg.url,
+        cfg.api_key_env,
+        cfg.dimensions,
+    )
     with _cache_lock:
         if key not in _cache:
             _cache[key] = _create(cfg)

@@ -154,8 +154,12 @@ class BertEncoder:
         def w(name: str) -> np.ndarray:
             return np.asarray(t[f"encoder.layer.{i}.{name}"], dtype=np.float32)
 
-        qkv = np.concatenate([w("attention.self.query.weight"), w("attention.self.key.weight"), w("attention.self.value.weight")])
-        qkv_b = np.concatenate([w("attention.self.query.bias"), w("attention.self.key.bias"), w("attention.self.value.bias")])
+        qkv = np.concatenate(
+            [w("attention.self.query.weight"), w("attention.self.key.weight"), w("attention.self.value.weight")]
+        )
+        qkv_b = np.concatenate(
+            [w("attention.self.query.bias"), w("attention.self.key.bias"), w("attention.self.value.bias")]
+        )
         # Layer weights are copied once, transposed and contiguous (~42 MB): the fastest layout for BLAS. The word
         # embeddings (47 MB) stay on the memory map, so only the rows of tokens actually seen become resident.
         return _Layer(
