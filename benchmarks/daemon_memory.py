@@ -25,10 +25,16 @@ from hook_latency import MEMLANE, build_store
 
 
 def status_mb(pid: int) -> dict[str, float]:
+    """VmRSS and VmHWM (peak RSS), and Pss: RSS with shared pages (the model's memory map, libraries) split
+    between the processes that share them, so daemon + worker Pss is what the pair really costs."""
     out = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         key, _, value = line.partition(":")
         if key in ("VmRSS", "VmHWM"):
+            out[key] = int(value.split()[0]) / 1024
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key == "Pss":
             out[key] = int(value.split()[0]) / 1024
     return out
 
@@ -66,12 +72,12 @@ def main() -> None:
         print(file=sys.stderr)
         client.call("/api/search", {"cwd": str(cwd), "query": "connection pool timeout"}, 120_000)
         worker = int(health.get("worker", {}).get("pid", 0))
-        d, w = status_mb(daemon.pid), status_mb(worker) if worker else {"VmRSS": 0.0, "VmHWM": 0.0}
+        d, w = status_mb(daemon.pid), status_mb(worker) if worker else {"VmRSS": 0.0, "VmHWM": 0.0, "Pss": 0.0}
         done = health.get("worker", {}).get("processed", 0)
         print(f"embedded {done} of {args.events} events in {time.time() - started:.0f} s")
-        print(f"daemon  RSS {d['VmRSS']:6.0f} MB  peak {d['VmHWM']:6.0f} MB")
-        print(f"worker  RSS {w['VmRSS']:6.0f} MB  peak {w['VmHWM']:6.0f} MB")
-        print(f"total   RSS {d['VmRSS'] + w['VmRSS']:6.0f} MB  (goal ≤ 350 MB)")
+        print(f"daemon  RSS {d['VmRSS']:6.0f} MB  peak {d['VmHWM']:6.0f} MB  PSS {d['Pss']:6.0f} MB")
+        print(f"worker  RSS {w['VmRSS']:6.0f} MB  peak {w['VmHWM']:6.0f} MB  PSS {w['Pss']:6.0f} MB")
+        print(f"total   RSS {d['VmRSS'] + w['VmRSS']:6.0f} MB  PSS {d['Pss'] + w['Pss']:6.0f} MB  (goal ≤ 350 MB)")
     finally:
         daemon.terminate()
         daemon.wait(timeout=30)

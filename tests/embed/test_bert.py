@@ -132,3 +132,11 @@ def test_batches_respect_both_limits() -> None:
     for b in batches:
         assert len(b) <= 4
         assert len(b) == 1 or len(b) * max(lengths[i] for i in b) <= bert.TOKENS_PER_BATCH
+
+
+def test_torch_runtime_without_the_extra_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as in a default install: not there
+    with pytest.raises(EmbeddingError, match=r"pip install 'memlane\[torch\]'"):
+        get_embedder(EmbeddingConfig(runtime="torch"))
