@@ -166,8 +166,10 @@ def prompt_context(
 
     from memlane.daemon import client
 
-    # The full-text answer is built while the daemon works on its better one: a daemon that misses its
-    # deadline then costs the deadline, not the deadline plus a fallback started from scratch.
+    # A warm daemon usually answers in a fraction of its deadline, so it gets that fraction alone (a full-text
+    # search beside it would take CPU from it on a 2-core machine). If it has not answered by then, the
+    # full-text answer is built while it still may: a missed deadline costs the deadline, not the deadline
+    # plus a fallback started from scratch.
     answers: list[dict[str, Any] | None] = []
     body = {
         "cwd": proj.root_str,
@@ -176,15 +178,22 @@ def prompt_context(
         "session_id": payload.get("session_id"),
         "working_directory": payload.get("cwd"),
     }
-    deadline_ms = cfg.daemon.hook_deadline_ms
+    deadline_s = cfg.daemon.hook_deadline_ms / 1000
     started = time.monotonic()
-    asking = threading.Thread(target=lambda: answers.append(client.call("/api/inject", body, deadline_ms)), daemon=True)
+    asking = threading.Thread(
+        target=lambda: answers.append(client.call("/api/inject", body, cfg.daemon.hook_deadline_ms)), daemon=True
+    )
     asking.start()
-    fallback = inject.prompt_context(store, prompt, cfg, exclude_ids, _context(proj, payload, cfg, store))
-    asking.join(max(0.0, deadline_ms / 1000 - (time.monotonic() - started)))
+    asking.join(deadline_s * ALONE_SHARE)
+    fallback = None
+    if not answers:
+        fallback = inject.prompt_context(store, prompt, cfg, exclude_ids, _context(proj, payload, cfg, store))
+        asking.join(max(0.0, deadline_s - (time.monotonic() - started)))
     answer = answers[0] if answers else None
     if answer is not None and isinstance(answer.get("context"), str):
         return str(answer["context"])
+    if fallback is None:  # the daemon answered in time, but not with a context
+        fallback = inject.prompt_context(store, prompt, cfg, exclude_ids, _context(proj, payload, cfg, store))
     log("hooks", "debug", "daemon did not answer in time; full-text fallback")
     return fallback
 
@@ -261,6 +270,9 @@ def handle(event: str, raw: bytes) -> str:
         else:
             store.close()
 
+
+# Share of the daemon's deadline it gets before the full-text fallback starts beside it.
+ALONE_SHARE = 0.5
 
 # Set by ``main(..., exiting=True)``: stores are left open for ``os._exit``. Closing the last connection to a
 # WAL database checkpoints it (~12 ms of a ~60 ms hook); an exit that never closes leaves the committed
