@@ -66,3 +66,12 @@ def test_env_values_parse_as_toml_does() -> None:
         except tomllib.TOMLDecodeError:
             slow = raw
         assert (fast, type(fast)) == (slow, type(slow)), raw
+
+
+def test_a_damaged_cache_is_ignored() -> None:
+    write_config("[injection]\nmax_results = 7\n")
+    config.load_cached()
+    Path(paths.join("cache", "config.json")).write_text('{"key": [1, 2], "data": [', encoding="utf-8")
+    assert config.load_cached().injection.max_results == 7
+    Path(paths.join("cache", "config.json")).write_text("[1, 2]", encoding="utf-8")
+    assert config.load_cached().injection.max_results == 7

@@ -411,15 +411,15 @@ def load_cached() -> Config:
             with open(cache, encoding="utf-8") as f:
                 cached = json.load(f)
             data = cached["data"] if cached.get("key") == key else None
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             data = None
-        if data is None:
+        if not isinstance(data, dict):  # missing, stale or damaged: parse the file
             from pathlib import Path
 
             data = read_file(Path(file))
             _write_cache(cache, {"key": key, "data": data})
     cfg = Config()
-    _apply(cfg, data, file)
+    _apply(cfg, data or {}, file)
     _apply(cfg, env_overrides(), "environment")
     return cfg
 
