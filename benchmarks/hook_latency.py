@@ -169,6 +169,17 @@ def payloads(cwd: Path, i: int) -> dict[str, dict[str, object]]:
     }
 
 
+def floor_ms() -> float:
+    """A bare interpreter start, ``python -c pass``: the ratio's denominator, timed in the same run."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    return (time.perf_counter() - start) * 1000
+
+
+# Issue 20's goals, as multiples of the floor (p50, whole process).
+RATIO_GOALS = {"PostToolUse": 3.0, "Stop": 3.0, "UserPromptSubmit": 4.0}
+
+
 def pct(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
@@ -198,15 +209,24 @@ def with_daemon(cwd: Path, env: dict[str, str], runs: int) -> None:
             client.call("/api/inject", {"cwd": str(cwd), "prompt": "warm up the pool", "exclude_ids": []}, 60_000)
         log = Path(os.environ["MEMLANE_HOME"]) / "logs" / "hooks.log"
         fallbacks_before = log.read_text().count("full-text fallback") if log.exists() else 0
-        times = [run_hook("UserPromptSubmit", payloads(cwd, 1000 + i)["UserPromptSubmit"], env) for i in range(runs)]
+        times, floors = [], []
+        for i in range(runs):
+            floors.append(floor_ms())
+            times.append(run_hook("UserPromptSubmit", payloads(cwd, 1000 + i)["UserPromptSubmit"], env))
+        busy = (client.call("/api/health", None, 2000, method="GET") or {}).get("worker", {}).get("busy")
         fallbacks = (log.read_text().count("full-text fallback") if log.exists() else 0) - fallbacks_before
         health = client.call("/api/health", None, 2000, method="GET") or {}
     finally:
         daemon.terminate()
         daemon.wait(timeout=30)
     p50 = statistics.median(times)
+    floor = statistics.median(floors)
     print(f"\nUserPromptSubmit with the daemon up (hybrid retrieval, worker embedding a backlog), {runs} runs:")
     print(f"  p50 {p50:.1f} ms  p95 {pct(times, 0.95):.1f} ms  budget 150{'  OVER' if p50 > 150 else ''}")
+    print(
+        f"  floor (python -c pass) p50 {floor:.1f} ms: p50 {p50 / floor:.2f}x, p95 {pct(times, 0.95) / floor:.2f}x "
+        f"(goal ≤ 5x){'  OVER' if p50 / floor > 5 else ''}; worker still busy at the end: {busy}"
+    )
     print(f"  fell back to full-text (daemon missed the deadline): {fallbacks} of {runs}")
     print(f"  daemon health after the run: {json.dumps(health)[:300]}")
 
@@ -235,24 +255,36 @@ def main() -> None:
         return
     order = ["PostToolUse", "Stop", "PreCompact", "SessionEnd", "UserPromptSubmit", "SessionStart"]
     results: dict[str, list[float]] = {name: [] for name in order}
+    floors: list[float] = []
     for i in range(args.runs + 3):
         p = payloads(cwd, i)
+        floor = floor_ms()
         for name in order:
             ms = run_hook(name, p[name], env)
             if i >= 3:  # the first runs warm the page cache
                 results[name].append(ms)
+        if i >= 3:
+            floors.append(floor)
     baseline = [run_hook("NoSuchEvent", {"session_id": "x"}, env) for _ in range(10)]
     print(
         f"\nhook latency, whole process, {args.events} events in store, {args.runs} runs each "
         f"(python startup + no-op hook: p50 {statistics.median(baseline):.1f} ms)"
     )
-    print(f"{'hook':<18}{'p50 ms':>9}{'p95 ms':>9}{'budget':>9}")
+    floor = statistics.median(floors)
+    print(f"floor: python -c pass, p50 {floor:.1f} ms p95 {pct(floors, 0.95):.1f} ms (same run, interleaved)")
+    print(f"{'hook':<18}{'p50 ms':>9}{'p95 ms':>9}{'budget':>9}{'p50/floor':>11}{'p95/floor':>11}{'goal':>7}")
     for name in order:
         budget = {"UserPromptSubmit": 80, "SessionStart": 150}.get(name, 50)
         vals = results[name]
         p50 = statistics.median(vals)
-        flag = "" if p50 <= budget else "  OVER"
-        print(f"{name:<18}{p50:>9.1f}{pct(vals, 0.95):>9.1f}{budget:>9}{flag}")
+        goal = RATIO_GOALS.get(name)
+        flag = "" if p50 <= budget else "  OVER ms"
+        if goal and p50 / floor > goal:
+            flag += "  OVER ratio"
+        print(
+            f"{name:<18}{p50:>9.1f}{pct(vals, 0.95):>9.1f}{budget:>9}"
+            f"{p50 / floor:>10.2f}x{pct(vals, 0.95) / floor:>10.2f}x{(f'{goal:.0f}x' if goal else '-'):>7}{flag}"
+        )
 
 
 if __name__ == "__main__":

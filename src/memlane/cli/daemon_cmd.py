@@ -19,6 +19,13 @@ from memlane.daemon import state
 @click.option("--quiet", is_flag=True, help="No start-up message (used when started detached).")
 def serve(port: int | None, no_worker: bool, quiet: bool) -> None:
     """Run the daemon in the foreground: HTTP API on 127.0.0.1 plus the embedding worker."""
+    import os
+
+    # Before numpy loads (BLAS reads these once): the daemon embeds one short query at a time, where BLAS
+    # threads only spin and wake; on a busy 2-core machine they made hooks miss their deadline 28 times in 30
+    # against 4 with one thread (benchmarks/hook_latency.py --daemon). The worker child inherits it.
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, "1")
     from memlane.daemon.server import serve as run
 
     if not quiet:

@@ -224,6 +224,7 @@ def search(
 ) -> None:
     """Search memory by meaning and words (hybrid: BM25 + vectors + recency)."""
     from memlane.retrieval.disclosure import disclose
+    from memlane.retrieval.engine import Engine
 
     text = check_query(" ".join(query))  # refused even where no store exists yet (reading() answers "empty")
     with obj.reading(as_json) as mem:
@@ -231,8 +232,10 @@ def search(
             return
         if not text_only:
             _warn_unembedded(mem)
+        # The daemon's warm model answers when it is up: no model load in this process.
+        engine = Engine(mem.config, vectors=not text_only, via_daemon=True)
         hits = mem.search(
-            text, limit=limit, session=session, types=list(types), since=since, until=until, semantic=not text_only
+            text, limit=limit, session=session, types=list(types), since=since, until=until, engine=engine
         )
         rows = disclose(mem.store, hits, disclosure, budget)
     if as_json:

@@ -14,19 +14,31 @@ if TYPE_CHECKING:
 
 
 def _embedder(mem: object) -> object:
+    """The daemon's warm model when it is up (one model per user), else this process loads it."""
+    from memlane.daemon import remote
     from memlane.embed import get_embedder
 
+    cfg = mem.config.embedding  # type: ignore[attr-defined]
+    warm = remote.connect(cfg)
+    if warm is not None:
+        return warm
+    if render.err_console.is_terminal:
+        render.err_console.print("loading the embedding model…")
     # An EmbeddingError (model missing, endpoint down) becomes one line in cli.main.Group.
-    return get_embedder(mem.config.embedding)  # type: ignore[attr-defined]
+    return get_embedder(cfg)
 
 
 def embed_pending(mem: Memory, limit: int | None = None, quiet: bool = False) -> ProcessReport:
     """Drain the project's outbox into the vector index, with a progress bar unless ``quiet``."""
     from memlane.vectors import process_outbox
-    from memlane.vectors.worker import pending_count
+    from memlane.vectors.worker import ProcessReport, pending_count
 
+    waiting = pending_count(mem)
+    if not waiting:
+        # Nothing pending or in progress (an import that found nothing new): no model to load or ask for.
+        return ProcessReport()
     embedder = _embedder(mem)
-    total = pending_count(mem) if limit is None else min(limit, pending_count(mem))
+    total = waiting if limit is None else min(limit, waiting)
     if quiet or not total:
         return process_outbox(mem, embedder, limit=limit)
     columns = (TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())

@@ -25,17 +25,26 @@ STEP = 32  # events per project per step: the outbox lock is re-taken between st
 NICE = 10
 
 
+def _threads() -> int:
+    return max(1, (os.cpu_count() or 2) - 1)
+
+
 def _lower_priority() -> None:
     try:
         os.nice(NICE)
     except OSError:
         pass
-    try:
-        import torch
+    # The numpy runtime's BLAS reads its thread count once, when numpy is first imported (below, with the
+    # model): set it now. Spinning BLAS threads on an oversubscribed machine also cost more than they give.
+    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(var, str(_threads()))
 
-        torch.set_num_threads(max(1, (os.cpu_count() or 2) - 1))
-    except ImportError:  # an OpenAI-compatible provider needs no torch
-        pass
+
+def _limit_torch() -> None:
+    """Only when the model runs on torch: importing torch just to limit it would cost seconds and ~300 MB."""
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        torch.set_num_threads(_threads())
 
 
 def _report(**fields: object) -> None:
@@ -85,6 +94,7 @@ def main() -> None:
     try:
         cfg = config.load()
         embedder = get_embedder(cfg.embedding)
+        _limit_torch()
     except Exception as exc:  # noqa: BLE001 - say why on the one channel the daemon reads, then stop
         _report(error=f"cannot start: {exc}")
         sys.exit(1)

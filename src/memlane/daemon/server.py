@@ -151,6 +151,33 @@ class Daemon:
             text = hits_context(hits, mem.config, mem.project.id, context)
             return {"context": text, "results": [h.event.cite for h in hits]}
 
+    def _embed(self, body: dict[str, Any]) -> dict[str, Any]:
+        """The warm model for other processes (``daemon.remote.RemoteEmbedder``): one model per user."""
+        op, texts = body.get("op"), body.get("texts")
+        if op not in ("info", "query", "passages", "chunk"):
+            raise InputError("op must be info, query, passages or chunk")
+        if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts) or len(texts) > 256:
+            raise InputError("texts must be a list of at most 256 strings")
+        embedder = self.engine.embedder
+        if embedder is None:
+            raise MemlaneError(f"no embedding model: {self.engine.model_error}")
+        out: dict[str, Any] = {
+            "model": embedder.model_id,
+            "provider": self.cfg.embedding.provider,
+            "version": embedder.version,
+            "dim": embedder.dim,
+        }
+        if op == "query":
+            out["vectors"] = [embedder.embed_query(t).tolist() for t in texts]
+        elif op == "passages":
+            out["vectors"] = embedder.embed_passages(texts).tolist() if texts else []
+        elif op == "chunk":
+            out["chunks"] = [embedder.chunk(t) for t in texts]
+        return out
+
+    async def embed(self, request: Request) -> JSONResponse:
+        return await self.json_route(request, self._embed)
+
     async def answer(self, fn: Any, arg: dict[str, Any]) -> JSONResponse:
         """Run one library call off the event loop. The one place the HTTP API turns a
         ``MemlaneError`` into a 400 with its one-line message (every route comes through here)."""
@@ -191,6 +218,7 @@ class Daemon:
             Route("/api/health", self.health, methods=["GET"]),
             Route("/api/search", self.search, methods=["POST"]),
             Route("/api/inject", self.inject, methods=["POST"]),
+            Route("/api/embed", self.embed, methods=["POST"]),
             Route("/api/shutdown", self.shutdown, methods=["POST"]),
             *context_routes.routes(self),
         ]

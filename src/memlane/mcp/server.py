@@ -100,7 +100,7 @@ def build_server(
     if engine is None and semantic:
         from memlane.retrieval.engine import Engine
 
-        engine = Engine(cfg)
+        engine = Engine(cfg, via_daemon=True)  # the daemon's warm model, not a load per Claude Code session
     tools = MemoryTools(cfg, engine, default_project)
     server = MCPServer(NAME, title="memlane memory", instructions=INSTRUCTIONS, version=__version__,
                        log_level="WARNING")  # fmt: skip

@@ -2,6 +2,10 @@
 
 Used in-process by the CLI and MCP server, and by the daemon (which is what keeps it warm for hooks).
 Without the vector stack (or while the model loads) it answers from full-text search alone.
+
+``via_daemon=True`` (the CLI's ``search`` and the MCP server) asks the running daemon first, so there is
+one warm model per user instead of one cold load per command; when the daemon is down it is started,
+detached, for the next call, and this one is answered in-process.
 """
 
 from __future__ import annotations
@@ -16,10 +20,21 @@ from memlane.retrieval.hybrid import Hit, Retriever
 from memlane.retrieval.select import select_for_injection
 
 
+def _progress(message: str) -> None:
+    """A status line on stderr for people (a model load can take a moment); never for pipes or tests."""
+    import sys
+
+    if sys.stderr.isatty():
+        sys.stderr.write(message + "\n")
+        sys.stderr.flush()
+
+
 class Engine:
-    def __init__(self, cfg: config.Config | None = None, *, vectors: bool = True) -> None:
+    def __init__(self, cfg: config.Config | None = None, *, vectors: bool = True, via_daemon: bool = False) -> None:
         self.cfg = cfg or config.load()
         self.vectors = vectors
+        self.via_daemon = via_daemon
+        self.daemon_answers = 0  # searches the daemon answered (for status lines and tests)
         self._embedder: Any = None
         self._indexes: dict[str, Any] = {}
         self._lock = threading.Lock()
@@ -32,6 +47,8 @@ class Engine:
             return None
         with self._lock:
             if self._embedder is None:
+                if self.via_daemon:
+                    _progress("loading the embedding model…")
                 try:
                     from memlane.embed import get_embedder
 
@@ -58,7 +75,40 @@ class Engine:
         return Retriever(memory.store, memory.config, self.embedder if index is not None else None, index)
 
     def search(self, memory: Memory, query: str, **filters: Any) -> list[Hit]:
+        if self.via_daemon and self.vectors:
+            hits = self._daemon_search(memory, query, filters)
+            if hits is not None:
+                self.daemon_answers += 1
+                return hits
         return self.retriever(memory).search(query, **filters)
+
+    def _daemon_search(self, memory: Memory, query: str, filters: dict[str, Any]) -> list[Hit] | None:
+        """The daemon's answer, with events read from our own store; None when the daemon is down or failed."""
+        from memlane.daemon import client, state
+
+        if not state.read_info():
+            if self.cfg.daemon.autostart:
+                from memlane.daemon import spawn
+
+                try:
+                    spawn.start_detached()  # warm for the next command; this one does not wait for it
+                except OSError as exc:
+                    log("retrieval", "warning", f"could not start the daemon: {exc!r}")
+            return None
+        body = {"project_id": memory.project.id, "query": query, **{k: v for k, v in filters.items() if v}}
+        if "types" in body:
+            body["types"] = list(body["types"])
+        # Generous: a daemon that has just started may still be loading the model (well under a second on the
+        # numpy runtime); a local load would cost more than waiting for it.
+        answer = client.call("/api/search", body, deadline_ms=20_000)
+        if answer is None or not isinstance(answer.get("results"), list):
+            return None
+        hits = []
+        for row in answer["results"]:
+            event = memory.store.get(str(row.get("id", "")))
+            if event is not None:  # forgotten since the daemon read it
+                hits.append(Hit(event, float(row["score"]), dict(row.get("sources") or {}), str(row["confidence"])))
+        return hits
 
     def relevant(self, memory: Memory, prompt: str, exclude_ids: list[str] | None = None) -> list[Hit]:
         """Memories worth injecting for a prompt: above the inject threshold, at most max_results."""

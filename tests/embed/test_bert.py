@@ -1,0 +1,142 @@
+"""The torch-free runtime against sentence-transformers' own output for the default model.
+
+``tests/fixtures/minilm_reference.json`` holds vectors and chunk boundaries that sentence-transformers 5 produced
+for all-MiniLM-L6-v2 (texts chosen for the tokenizer's edge cases: CJK, accents, emoji, empty, past the window),
+so these tests run without torch installed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import struct
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from memlane.config import EmbeddingConfig
+from memlane.embed import BertEmbedder, EmbeddingError, bert, get_embedder
+
+REFERENCE = json.loads((Path(__file__).parents[1] / "fixtures" / "minilm_reference.json").read_text("utf-8"))
+
+
+@pytest.fixture(scope="module")
+def embedder() -> BertEmbedder:
+    return BertEmbedder(EmbeddingConfig())
+
+
+def test_default_model_runs_on_numpy() -> None:
+    assert isinstance(get_embedder(EmbeddingConfig()), BertEmbedder)
+
+
+def test_version_matches_the_sentence_transformers_one(embedder: BertEmbedder) -> None:
+    # Same vectors, same version: stores embedded by the torch runtime keep their vectors.
+    assert embedder.version == REFERENCE["model_version"]
+
+
+def test_passage_vectors_match_sentence_transformers(embedder: BertEmbedder) -> None:
+    ours = embedder.embed_passages(REFERENCE["texts"])
+    theirs = np.array(REFERENCE["vectors"], dtype=np.float32)
+    cosines = (ours * theirs).sum(axis=1) / np.linalg.norm(theirs, axis=1)
+    assert cosines.min() >= 0.9999, list(zip(REFERENCE["texts"], cosines.tolist(), strict=True))
+
+
+def test_query_vector_is_the_passage_vector_for_the_same_text(embedder: BertEmbedder) -> None:
+    text = REFERENCE["texts"][0]
+    assert float(embedder.embed_query(text) @ embedder.embed_passages([text])[0]) == pytest.approx(1.0, abs=1e-6)
+
+
+def test_vectors_are_unit_length_and_independent_of_batching(embedder: BertEmbedder) -> None:
+    texts = REFERENCE["texts"]
+    together = embedder.embed_passages(texts)
+    alone = np.vstack([embedder.embed_passages([t]) for t in texts])
+    assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-5)
+    assert np.allclose(together, alone, atol=1e-5)  # padding in a batch must not leak into a text's vector
+
+
+def test_chunks_are_cut_where_sentence_transformers_cuts_them(embedder: BertEmbedder) -> None:
+    assert embedder.chunk(REFERENCE["long_text"]) == REFERENCE["long_text_chunks"]
+
+
+def test_empty_batch(embedder: BertEmbedder) -> None:
+    assert embedder.embed_passages([]).shape == (0, embedder.dim)
+
+
+def test_gelu_is_the_exact_erf_form() -> None:
+    xs = np.linspace(-10, 10, 20001, dtype=np.float32)
+    exact = np.array([0.5 * x * (1 + math.erf(x / math.sqrt(2))) for x in xs.astype(np.float64)])
+    assert np.abs(bert._gelu(xs) - exact).max() < 1e-6
+
+
+def test_read_safetensors(tmp_path: Path) -> None:
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    b = np.array([7, 8], dtype=np.int64)
+    header = {
+        "__metadata__": {"format": "pt"},
+        "a": {"dtype": "F32", "shape": [2, 3], "data_offsets": [0, 24]},
+        "b": {"dtype": "I64", "shape": [2], "data_offsets": [24, 40]},
+    }
+    raw = json.dumps(header).encode()
+    path = tmp_path / "t.safetensors"
+    path.write_bytes(struct.pack("<Q", len(raw)) + raw + a.tobytes() + b.tobytes())
+    tensors = bert.read_safetensors(str(path))
+    assert sorted(tensors) == ["a", "b"]
+    assert np.array_equal(tensors["a"], a)
+    assert np.array_equal(tensors["b"], b)
+
+
+def _non_bert_model(tmp_path: Path) -> Path:
+    model = tmp_path / "xlmr"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"model_type": "xlm-roberta", "hidden_act": "gelu"}))
+    return model
+
+
+def test_other_architectures_are_refused_by_the_numpy_runtime(tmp_path: Path) -> None:
+    with pytest.raises(bert.UnsupportedModel, match="not a BERT model"):
+        bert.BertEncoder(str(_non_bert_model(tmp_path)))
+
+
+def test_runtime_numpy_says_why_it_cannot_run_a_model(tmp_path: Path) -> None:
+    cfg = EmbeddingConfig(model=str(_non_bert_model(tmp_path)), runtime="numpy")
+    with pytest.raises(EmbeddingError, match=r"runtime is numpy but .*not a BERT model"):
+        get_embedder(cfg)
+
+
+def test_other_pooling_is_refused(tmp_path: Path) -> None:
+    model = tmp_path / "cls"
+    (model / "1_Pooling").mkdir(parents=True)
+    (model / "config.json").write_text(json.dumps({"model_type": "bert", "hidden_act": "gelu"}))
+    (model / "1_Pooling" / "config.json").write_text(
+        json.dumps({"pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False})
+    )
+    with pytest.raises(bert.UnsupportedModel, match="mean pooling"):
+        bert.BertEncoder(str(model))
+
+
+def test_repeated_queries_come_from_the_cache(embedder: BertEmbedder, monkeypatch: pytest.MonkeyPatch) -> None:
+    first = embedder.embed_query("where is the connection pool configured?")
+    calls = []
+    monkeypatch.setattr(embedder.encoder, "encode", lambda *a, **k: calls.append(a) or np.zeros((1, embedder.dim)))
+    again = embedder.embed_query("where is the connection pool configured?")
+    assert calls == [] and np.array_equal(first, again)
+    assert not again.flags.writeable  # one cached array is shared: nobody may change it in place
+
+
+def test_batches_respect_both_limits() -> None:
+    lengths = [5, 5, 5, 300, 300, 40, 40, 40, 40, 40]
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    batches = bert._batches(order, lengths, batch_size=4)
+    assert sorted(i for b in batches for i in b) == list(range(len(lengths)))  # every text once
+    for b in batches:
+        assert len(b) <= 4
+        assert len(b) == 1 or len(b) * max(lengths[i] for i in b) <= bert.TOKENS_PER_BATCH
+
+
+def test_torch_runtime_without_the_extra_says_how_to_get_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as in a default install: not there
+    with pytest.raises(EmbeddingError, match=r"pip install 'memlane\[torch\]'"):
+        get_embedder(EmbeddingConfig(runtime="torch"))
