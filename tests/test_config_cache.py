@@ -58,7 +58,7 @@ def test_a_bad_file_is_still_an_error() -> None:
 
 def test_env_values_parse_as_toml_does() -> None:
     for raw in ("true", "false", "42", "007", "1_000", "-3", "2.5", "[1, 2]", '"quoted"', "plain words"):
-        fast = config._parse_env_value(raw)
+        fast = config.parse_value(raw)
         import tomllib
 
         try:

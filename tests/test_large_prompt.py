@@ -46,7 +46,12 @@ def test_parse_query_unchanged_for_ordinary_queries() -> None:
 
 def test_huge_prompt_is_stored_capped_and_recalls_from_its_tail(hook: Callable[..., str], proj: Path) -> None:
     with Memory.open(proj) as mem:
-        mem.store.append([NewEvent("agent_response", "old", "Fixed the zebrafinch webhook retry loop", "t")])
+        # A store of realistic size, where log words like "info" and "here" are common and weigh little in
+        # the match (in a one-event store every word of the pasted log would count as rare evidence).
+        filler = [
+            NewEvent("tool_observation", f"f{i}", f"INFO here is log line {i}: nothing to see", "t") for i in range(40)
+        ]
+        mem.store.append([*filler, NewEvent("agent_response", "old", "Fixed the zebrafinch webhook retry loop", "t")])
     prompt = "Here is the log:\n" + ("INFO nothing to see here\n" * 400_000) + "why does zebrafinch webhook retry?"
     out = hook("UserPromptSubmit", {"session_id": "s1", "prompt": prompt, "prompt_id": "p1"})
     assert "zebrafinch" in json.loads(out)["hookSpecificOutput"]["additionalContext"]

@@ -49,7 +49,7 @@ def daemon(memlane_home: Path) -> Iterator[dict]:  # type: ignore[type-arg]
 def search_json(proj: Path, query: str) -> list[dict]:  # type: ignore[type-arg]
     result = CliRunner().invoke(cli, ["-C", str(proj), "search", query, "--json"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
-    return json.loads(result.output)  # type: ignore[no-any-return]
+    return json.loads(result.stdout)  # type: ignore[no-any-return]  # stderr may carry a "not embedded yet" note
 
 
 @pytest.fixture
