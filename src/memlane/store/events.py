@@ -136,6 +136,12 @@ class EventStore(StoreConnection):
     def count(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
 
+    def embeddable_event_ids(self) -> set[str]:
+        """Ids of the events that get vectors (session start/end markers do not)."""
+        return {
+            r[0] for r in self.db.execute("SELECT id FROM events WHERE type NOT IN ('session_start', 'session_end')")
+        }
+
     def get(self, ref: str) -> Event | None:
         """An event by id, unique id prefix (≥ 8 chars) or citation (``mem:abc123``)."""
         ref = ref.strip()
