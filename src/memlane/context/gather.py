@@ -64,16 +64,9 @@ def files_touched(store: Store, session_id: str, root: str, limit: int) -> list[
     """Files the session's tools read or wrote, most recent first, relative to ``root`` when inside it."""
     if limit <= 0 or not session_id:
         return []
-    # ``+type``: no index on type here, so SQLite walks the session's own (session_id, seq) index
-    # instead of every tool observation of the project (8 ms at 20k events → 0.05 ms).
-    rows = store.db.execute(
-        "SELECT json_extract(metadata, '$.file_path') FROM events "
-        "WHERE session_id = ? AND +type = 'tool_observation' ORDER BY seq DESC LIMIT ?",
-        (session_id, SCAN_OBSERVATIONS),
-    ).fetchall()
     out: list[str] = []
     prefix = root.rstrip(os.sep) + os.sep
-    for (path,) in rows:
+    for path in store.session_tool_file_paths(session_id, SCAN_OBSERVATIONS):
         if not isinstance(path, str) or not path:
             continue
         shown = path[len(prefix) :] if path.startswith(prefix) else path

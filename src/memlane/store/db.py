@@ -7,6 +7,7 @@
 - ``fulltext.py``    FTS5/BM25 search, query parsing, document frequencies, the size estimate
 - ``forget.py``      forget, redact in place, tombstones
 - ``outbox.py``      the embedding jobs the vectors worker claims and completes
+- ``imports.py``     the import ledger and the events an import made
 - ``records.py``     ``NewEvent``, ``Event``, ``AppendResult`` (no SQL)
 
 Writes happen in ``BEGIN IMMEDIATE`` transactions so concurrent hook processes serialise on
@@ -22,6 +23,7 @@ from __future__ import annotations
 from memlane.store.connection import REPAIR_SUFFIX, StoreDamaged, damage_message, is_damage
 from memlane.store.forget import ForgetStore
 from memlane.store.fulltext import _MAX_QUERY_CHUNKS, POSTINGS_BUDGET, FullTextStore, parse_query
+from memlane.store.imports import ImportsStore
 from memlane.store.outbox import OutboxStore
 from memlane.store.records import EVENT_TYPES, AppendResult, Event, NewEvent
 
@@ -41,7 +43,7 @@ __all__ = [
 ]
 
 
-class Store(FullTextStore, ForgetStore, OutboxStore):
+class Store(FullTextStore, ForgetStore, OutboxStore, ImportsStore):
     """One project's memory database."""
 
     @classmethod

@@ -136,6 +136,27 @@ class EventStore(StoreConnection):
     def count(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
 
+    def ids_by_dedupe_keys(self, dedupe_keys: Sequence[str]) -> list[str]:
+        """The stored ids of events with these dedupe keys, in the keys' order (absent ones left out)."""
+        return [
+            r[0] for key in dedupe_keys for r in self.db.execute("SELECT id FROM events WHERE dedupe_key = ?", (key,))
+        ]
+
+    def has_dedupe_key(self, dedupe_key: str) -> bool:
+        return self.db.execute("SELECT 1 FROM events WHERE dedupe_key = ?", (dedupe_key,)).fetchone() is not None
+
+    def session_tool_file_paths(self, session_id: str, scan: int) -> list[object]:
+        """``metadata.file_path`` of the session's latest ``scan`` tool observations, newest first (any JSON
+        value, or None: metadata comes from outside)."""
+        # ``+type``: no index on type here, so SQLite walks the session's own (session_id, seq) index
+        # instead of every tool observation of the project (8 ms at 20k events → 0.05 ms).
+        rows = self.db.execute(
+            "SELECT json_extract(metadata, '$.file_path') FROM events "
+            "WHERE session_id = ? AND +type = 'tool_observation' ORDER BY seq DESC LIMIT ?",
+            (session_id, scan),
+        )
+        return [r[0] for r in rows]
+
     def embeddable_event_ids(self) -> set[str]:
         """Ids of the events that get vectors (session start/end markers do not)."""
         return {
