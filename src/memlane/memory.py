@@ -158,7 +158,7 @@ class Memory:
         if not event_ids:
             return
         try:
-            from memlane.vectors import forget_vectors
+            from memlane.vectors.index import forget_vectors  # lazy: lancedb is slow to import
         except ImportError:
             return
         forget_vectors(self.project.id, event_ids)

@@ -23,9 +23,13 @@ from typing import Any
 
 from memlane import atomic, paths, proc
 from memlane.embed.passages import passages
-from memlane.memory import Memory
 from memlane.store.keys import now_iso
 from memlane.vectors.index import VectorIndex, other_tables
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    # The worker is handed a Memory; memory.py reaches vectors/ (forget), so no run-time import back.
+    from memlane.memory import Memory
 
 
 @dataclass
