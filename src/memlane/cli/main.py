@@ -1,4 +1,10 @@
-"""``memlane`` commands. Thin wrappers over the library API (``memlane.memory``)."""
+"""``memlane`` commands. Thin wrappers over the library API (``memlane.memory``).
+
+Why one module (~440 lines): the root group, the one place CLI errors become ``Error: <message>``
+(``Group``, ``storage_message``), the everyday commands (history, show, timeline, search, sessions, stats,
+export, forget, projects, hook) and the explicit registration of every group at the end. ``Ctx`` lives in
+``cli/invocation.py`` so groups need not import this module.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,9 @@
-"""``memlane workflow …``: workflow memories, progress.json, memory.md, session records, cleanup."""
+"""``memlane workflow …``: workflow memories, progress.json, memory.md, session records, cleanup.
+
+Why one module (~510 lines): it is one click group (``memlane workflow``) whose subcommands register
+on the group object defined here; each is a thin wrapper (options, one library call, render). Split, the
+group would be spread over several files that each import it back.
+"""
 
 from __future__ import annotations
 

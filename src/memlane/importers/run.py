@@ -5,6 +5,10 @@ and left alone (with ``every=True`` it goes to the project it belongs to). Event
 timestamps and session ids and get the same dedupe keys the hooks would give them, so re-importing
 adds nothing and importing a session the hooks already captured adds only what the hooks never see.
 A ledger of (file, size, mtime) lets an unchanged file be skipped without parsing it.
+
+Why one module (~400 lines): discovery, the once-only ledger check and the ``Importer`` that appends,
+closes and summarises a session are one procedure a reader follows from top to bottom; the SQL it
+needs is in ``store/imports.py``.
 """
 
 from __future__ import annotations
