@@ -1,7 +1,9 @@
-"""Events: append (deduped, with outbox job and session counters), replace derived events, and reads
-(by id/citation/seq, history, neighbours, exchanges, sessions, stats).
+"""Events: append (deduped, with its outbox job and session counters), replace derived events, and reads
+(by id/citation/seq/dedupe key, history, neighbours, exchanges, a session's files, sessions, stats).
 
-Owns the ``events`` and ``sessions`` tables' SQL apart from full-text and forget/redact.
+Owns the ``events`` and ``sessions`` tables' SQL apart from full-text (``fulltext.py``), forget/redact
+(``forget.py``) and what imports left (``imports.py``). ``_recount_session`` is here because forget and
+``replace_derived`` both need it.
 """
 
 from __future__ import annotations
