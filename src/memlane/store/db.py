@@ -27,6 +27,7 @@ from memlane.store.imports import ImportsStore
 from memlane.store.outbox import OutboxStore
 from memlane.store.records import EVENT_TYPES, AppendResult, Event, NewEvent
 
+# Constants are re-exported for reading; a test that changes one patches the module that reads it (fulltext).
 __all__ = [
     "EVENT_TYPES",
     "POSTINGS_BUDGET",
