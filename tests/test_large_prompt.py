@@ -10,7 +10,7 @@ import pytest
 
 from memlane.capture import inject
 from memlane.memory import Memory
-from memlane.store import db
+from memlane.store import fulltext
 from memlane.store.db import NewEvent, parse_query
 
 
@@ -25,16 +25,16 @@ def test_query_of_keeps_head_and_tail() -> None:
 
 def test_parse_query_stops_scanning_a_huge_query(monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[int] = []
-    real = db.keys.has_cjk
+    real = fulltext.keys.has_cjk
 
     def counting(text: str) -> bool:
         seen.append(1)
         return real(text)
 
-    monkeypatch.setattr(db.keys, "has_cjk", counting)
+    monkeypatch.setattr(fulltext.keys, "has_cjk", counting)
     words, _, _ = parse_query(" ".join(f"w{i}" for i in range(1_000_000)))
     assert words[:2] == ['"w0"', '"w1"'] and len(words) == 32
-    assert len(seen) <= db._MAX_QUERY_CHUNKS  # not a million
+    assert len(seen) <= fulltext._MAX_QUERY_CHUNKS  # not a million
 
 
 def test_parse_query_unchanged_for_ordinary_queries() -> None:

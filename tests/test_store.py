@@ -191,9 +191,9 @@ def test_document_counts_are_cached_until_the_store_grows(store: Store) -> None:
 def test_broad_matches_are_bounded_and_unknown_words_do_not_hide_known_ones(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memlane.store import db as store_db
+    from memlane.store import fulltext as store_fulltext  # the module that reads the budget
 
-    monkeypatch.setattr(store_db, "POSTINGS_BUDGET", 50)  # what 20k postings are to a large store
+    monkeypatch.setattr(store_fulltext, "POSTINGS_BUDGET", 50)  # what 20k postings are to a large store
     store.append([ev(f"checkout pool note {i}", turn=f"t{i}") for i in range(60)])
     store.append([ev(f"rare zebrafinch pool {i}", turn=f"z{i}") for i in range(3)])
     # A word the store has never seen used to be taken as the rarest and match nothing at all.

@@ -7,6 +7,10 @@ small class whose fields are declared with ``_f(default, doc)``; the type is tak
 
 Environment overrides: ``MEMLANE_<SECTION>_<KEY>`` (e.g. ``MEMLANE_INJECTION_MAX_CHARS=3000``);
 values are read as TOML when they parse (``true``, ``5``, ``["a", "b"]``), else as a string.
+
+Why one module (~520 lines): every hook loads the config, and the sections are small classes in one
+table that ``memlane config show``, the TOML reader, validation and the ``MEMLANE_*`` overrides all walk;
+a file per section would add imports to every hook's start-up for ~20 lines each.
 """
 
 from __future__ import annotations

@@ -85,7 +85,7 @@ def store_events(proj: project.Project, cfg: config.Config, batch: list[NewEvent
         store = Store(proj.db_file, proj.id, cfg.store.hook_busy_timeout_ms)
         if batch:
             store.append(batch)
-        ids = [r[0] for e in batch for r in store.db.execute("SELECT id FROM events WHERE dedupe_key = ?", (e.key(),))]
+        ids = store.ids_by_dedupe_keys([e.key() for e in batch])
         return store, ids
     except (sqlite3.Error, OSError) as exc:
         if store is not None:
@@ -154,12 +154,9 @@ def _session_end_summary(store: Store, session_id: str, payload: dict[str, Any])
 def _replace_imported(store: Store, session_id: str, kind: str) -> None:
     """A session imported before its hooks ran got start/end markers from the import; the live marker
     now stands for it, so the session keeps one start and one end."""
-    rows = store.db.execute(
-        "SELECT id FROM events WHERE session_id = ? AND type = ? AND json_extract(metadata, '$.imported') IS NOT NULL",
-        (session_id, kind),
-    ).fetchall()
-    if rows:
-        store.replace_derived([r[0] for r in rows], [])
+    ids = [event_id for event_id, _ in store.imported_markers(session_id, kind)]
+    if ids:
+        store.replace_derived(ids, [])
 
 
 def _learn_preferences(store: Store, proj: project.Project, cfg: config.Config, event_id: str, text: str) -> None:

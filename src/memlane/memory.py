@@ -116,6 +116,8 @@ class Memory:
         check_limit(limit)
         filters = _filters({"session": session or None, "types": list(types or ()) or None,
                             "since": since, "until": until})  # fmt: skip
+        # Inside the function for start-up time (~7 ms of retrieval modules that reads and writes never
+        # need), not for a circle: the engine imports Memory for type checking only.
         from memlane.retrieval.engine import Engine
 
         engine = engine or Engine(self.config, vectors=semantic)
@@ -158,7 +160,7 @@ class Memory:
         if not event_ids:
             return
         try:
-            from memlane.vectors import forget_vectors
+            from memlane.vectors.index import forget_vectors  # lazy: lancedb is slow to import
         except ImportError:
             return
         forget_vectors(self.project.id, event_ids)

@@ -15,6 +15,7 @@ from typing import Any, cast
 from memlane import install as inst
 from memlane import paths
 from memlane.mcp import install as mcp_install
+from memlane.store import peek
 
 SCOPES = ("user", "project", "local")
 
@@ -68,8 +69,7 @@ def backlog() -> int:
     total = 0
     for db in sorted(paths.projects_dir().glob("*/memory.db")) if paths.projects_dir().is_dir() else []:
         try:
-            with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=1) as conn:
-                total += conn.execute("SELECT COUNT(*) FROM outbox WHERE status != 'done'").fetchone()[0]
+            total += peek.count_unembedded(db, timeout=1)
         except sqlite3.Error:
             continue
     return total
@@ -132,4 +132,3 @@ def daemon() -> dict[str, Any]:
         "start_failure": None if info.get("running") else start_failure(),
         "log": str(paths.logs_dir() / "daemon.out"),
     }
-

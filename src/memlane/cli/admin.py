@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import sqlite3
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,6 +13,7 @@ import click
 from memlane import config, paths, project
 from memlane import install as inst
 from memlane.cli import render
+from memlane.store import peek
 
 SCOPES = ["user", "project", "local"]
 
@@ -115,8 +115,7 @@ def status(ctx: click.Context, as_json: bool) -> None:
     db = proj.db_path
     events = None
     if db.exists():
-        with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
-            events = conn.execute("SELECT COUNT(*) FROM events").fetchone()[0]
+        events = peek.count_events(db)
     data: dict[str, Any] = {
         "version": __import__("memlane").__version__,
         "data_dir": str(paths.home()),

@@ -1,12 +1,16 @@
-"""``memlane`` commands. Thin wrappers over the library API (``memlane.memory``)."""
+"""``memlane`` commands. Thin wrappers over the library API (``memlane.memory``).
+
+Why one module (~440 lines): the root group, the one place CLI errors become ``Error: <message>``
+(``Group``, ``storage_message``), the everyday commands (history, show, timeline, search, sessions, stats,
+export, forget, projects, hook) and the explicit registration of every group at the end. ``Ctx`` lives in
+``cli/invocation.py`` so groups need not import this module.
+"""
 
 from __future__ import annotations
 
 import os
 import sqlite3
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -27,39 +31,13 @@ from memlane.cli import (
     vectors,
     workflow,
 )
+from memlane.cli.invocation import Ctx, pass_ctx
 from memlane.cli.params import EVENT_TYPE, WHEN
 from memlane.errors import MemlaneError
-from memlane.memory import Memory, NoMemoryYet, check_query
+from memlane.memory import Memory, check_query
 from memlane.store.db import StoreDamaged, is_damage
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
-
-
-class Ctx:
-    def __init__(self, cwd: str | None, project_id: str | None) -> None:
-        self.cwd = cwd
-        self.project_id = project_id
-
-    def memory(self, create: bool = True) -> Memory:
-        return Memory.open(self.cwd, project_id=self.project_id, create=create)
-
-    @contextmanager
-    def reading(self, as_json: bool, empty: Any = None) -> Iterator[Memory | None]:
-        """The project's memory for a read, or None (after saying so) when it has none: reads create nothing."""
-        try:
-            mem = self.memory(create=False)
-        except NoMemoryYet as exc:
-            if as_json:
-                render.emit_json([] if empty is None else empty)
-            else:
-                render.console.print(f"{str(exc)[0].upper()}{str(exc)[1:]}.", markup=False)
-            yield None
-            return
-        with mem:
-            yield mem
-
-
-pass_ctx = click.make_pass_decorator(Ctx)
 
 
 def storage_message(exc: sqlite3.DatabaseError) -> str:

@@ -8,7 +8,7 @@ from memlane.cli import render
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from memlane.cli.main import Ctx
+    from memlane.cli.invocation import Ctx
 
 
 @click.group("privacy")

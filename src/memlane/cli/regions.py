@@ -2,6 +2,9 @@
 
 Thin wrappers over ``memlane.regions``. The file is the project's CLAUDE.md unless ``--file`` names
 another; line numbers are 0-based everywhere (the spec's data model), in text and JSON output alike.
+
+Why one module (~440 lines): one click group with ten thin subcommands over ``memlane.regions``, all
+sharing the ``--file``/``--json`` options and the same rendering of a region.
 """
 
 from __future__ import annotations

@@ -1,4 +1,9 @@
-"""``memlane workflow …``: workflow memories, progress.json, memory.md, session records, cleanup."""
+"""``memlane workflow …``: workflow memories, progress.json, memory.md, session records, cleanup.
+
+Why one module (~510 lines): it is one click group (``memlane workflow``) whose subcommands register
+on the group object defined here; each is a thin wrapper (options, one library call, render). Split, the
+group would be spread over several files that each import it back.
+"""
 
 from __future__ import annotations
 
@@ -9,15 +14,13 @@ import click
 
 from memlane import config
 from memlane.cli import render
+from memlane.cli.invocation import Ctx
 from memlane.project import Project
 from memlane.workflow import lifecycle, links, progress, sessions, store
 from memlane.workflow.store import WorkflowError
 
-TYPE_CHECKING = False
-if TYPE_CHECKING:
-    from memlane.cli.main import Ctx
-
-# memlane.cli.main imports this module while it is being imported itself: take nothing from it here.
+# memlane.cli.main imports this module while it is being imported itself: take nothing from it here
+# (Ctx comes from cli/invocation.py for that reason).
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
 STATUS = click.Choice(progress.STATUSES)
 PRIORITY = click.Choice(progress.PRIORITIES)
@@ -74,8 +77,6 @@ def _cfg() -> config.WorkflowConfig:
 @click.pass_context
 def workflow(ctx: click.Context, memory: str | None) -> None:
     """Workflow memory: progress.json, memory.md, /workflow-<name> session records (see docs/workflow.md)."""
-    from memlane.cli.main import Ctx
-
     ctx.obj = State(ctx.find_object(Ctx) or Ctx(None, None), memory)
 
 

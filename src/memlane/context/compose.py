@@ -20,6 +20,11 @@ Over budget, the lowest-priority entries are shortened or dropped, each time wit
 body lines are dropped whole from the end. A cut never splits a ``[mem:abc123]`` citation.
 
 Stdlib only: the hooks compose with this.
+
+Why one module (~550 lines): what the injected text looks like is decided here as a whole: task types,
+how values are serialised and escaped, the fence rules, and how each block is fitted to its budget.
+Reading one section without the others does not tell a reviewer what reaches the model. The sections
+are marked (``# ---- task types``, ``serialisation``, ``budgets``).
 """
 
 from __future__ import annotations

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import os
 
+from memlane.context.git_head import git_branch
 from memlane.context.service import AppContextService, PromptContext, RefreshTrigger
+
+__all__ = ["SCAN_OBSERVATIONS", "files_touched", "for_hook", "git_branch", "session_values"]
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -21,59 +24,13 @@ if TYPE_CHECKING:
 SCAN_OBSERVATIONS = 300  # most recent tool observations of a session looked at for file paths
 
 
-def _git_dir(start: str) -> str | None:
-    """The ``.git`` directory of the work tree containing ``start`` (a worktree's own gitdir too)."""
-    candidate = os.path.realpath(start)
-    while True:
-        dot_git = os.path.join(candidate, ".git")
-        if os.path.isdir(dot_git):
-            return dot_git
-        if os.path.isfile(dot_git):
-            try:
-                with open(dot_git, encoding="utf-8") as fh:
-                    text = fh.read(4096).strip()
-            except OSError:
-                return None
-            if not text.startswith("gitdir:"):
-                return None
-            gitdir = text[len("gitdir:") :].strip()
-            return gitdir if os.path.isabs(gitdir) else os.path.normpath(os.path.join(candidate, gitdir))
-        parent = os.path.dirname(candidate)
-        if parent == candidate:
-            return None
-        candidate = parent
-
-
-def git_branch(path: str) -> str:
-    """The checked-out branch at ``path`` from ``.git/HEAD`` (no ``git`` process); '' outside git."""
-    git_dir = _git_dir(path)
-    if git_dir is None:
-        return ""
-    try:
-        with open(os.path.join(git_dir, "HEAD"), encoding="utf-8") as fh:
-            head = fh.read(512).strip()
-    except OSError:
-        return ""
-    if head.startswith("ref:"):
-        ref = head[4:].strip()
-        return ref[len("refs/heads/") :] if ref.startswith("refs/heads/") else ref
-    return f"{head[:12]} (detached)" if head else ""
-
-
 def files_touched(store: Store, session_id: str, root: str, limit: int) -> list[str]:
     """Files the session's tools read or wrote, most recent first, relative to ``root`` when inside it."""
     if limit <= 0 or not session_id:
         return []
-    # ``+type``: no index on type here, so SQLite walks the session's own (session_id, seq) index
-    # instead of every tool observation of the project (8 ms at 20k events → 0.05 ms).
-    rows = store.db.execute(
-        "SELECT json_extract(metadata, '$.file_path') FROM events "
-        "WHERE session_id = ? AND +type = 'tool_observation' ORDER BY seq DESC LIMIT ?",
-        (session_id, SCAN_OBSERVATIONS),
-    ).fetchall()
     out: list[str] = []
     prefix = root.rstrip(os.sep) + os.sep
-    for (path,) in rows:
+    for path in store.session_tool_file_paths(session_id, SCAN_OBSERVATIONS):
         if not isinstance(path, str) or not path:
             continue
         shown = path[len(prefix) :] if path.startswith(prefix) else path

@@ -20,6 +20,7 @@ from _thread import allocate_lock
 
 from memlane import project
 from memlane.context import rules
+from memlane.context.git_head import git_branch
 from memlane.context.scope import ContextError, ContextScope, PersistenceKind, RefreshStatus
 from memlane.context.store import ContextStore, FileContextStore, MemoryContextStore, project_store
 
@@ -252,8 +253,6 @@ class AppContextService:
         The working directory is ``cwd`` when the caller knows it (a hook's payload), else what a
         client set earlier, else this process's own when it is inside the project, else the root.
         """
-        from memlane.context.gather import git_branch
-
         where = None
         if cwd:
             try:

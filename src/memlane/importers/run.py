@@ -5,6 +5,10 @@ and left alone (with ``every=True`` it goes to the project it belongs to). Event
 timestamps and session ids and get the same dedupe keys the hooks would give them, so re-importing
 adds nothing and importing a session the hooks already captured adds only what the hooks never see.
 A ledger of (file, size, mtime) lets an unchanged file be skipped without parsing it.
+
+Why one module (~400 lines): discovery, the once-only ledger check and the ``Importer`` that appends,
+closes and summarises a session are one procedure a reader follows from top to bottom; the SQL it
+needs is in ``store/imports.py``.
 """
 
 from __future__ import annotations
@@ -22,7 +26,6 @@ from memlane.importers import claude, codex
 from memlane.importers.common import ParsedSession
 from memlane.logs import log
 from memlane.memory import Memory
-from memlane.store import keys
 from memlane.store.db import NewEvent
 
 SOURCES = {"claude": claude, "codex": codex}
@@ -300,15 +303,12 @@ class Importer:
         if self.options.dry_run:
             return self._dry_run(c)
         mem = self.memory(c.target)
-        db = mem.store.db
-        if not self.options.force:
-            row = db.execute("SELECT size, mtime_ns FROM imports WHERE source = ? AND path = ?", (c.source, c.path))
-            if tuple(row.fetchone() or ()) == (c.size, c.mtime_ns):
-                return FileResult(c, "unchanged")
+        if not self.options.force and mem.store.import_ledger_entry(c.source, c.path) == (c.size, c.mtime_ns):
+            return FileResult(c, "unchanged")
         parsed, events, fields = self._parse(c)
         if self.options.force:
             self.unimport(mem, parsed)
-        live = _live_captured(db, str(parsed.session_id))
+        live = mem.store.captured_live(str(parsed.session_id))
         if events and not live:
             events.insert(0, _start_marker(parsed))
         result = mem.store.append(events)
@@ -318,12 +318,7 @@ class Importer:
         if fields["complete"]:
             # Only a whole file goes in the ledger: after --since, without --sidechains when it has some,
             # or mid-turn, a later plain import must read it again instead of calling it unchanged.
-            with mem.store.write() as tx:
-                tx.execute(
-                    "INSERT OR REPLACE INTO imports (source, path, session_id, size, mtime_ns, events, imported_at)"
-                    " VALUES (?,?,?,?,?,?,?)",
-                    (c.source, c.path, parsed.session_id, c.size, c.mtime_ns, len(result.inserted), keys.now_iso()),
-                )
+            mem.store.record_import(c.source, c.path, parsed.session_id, c.size, c.mtime_ns, len(result.inserted))
         return FileResult(c, "imported", new=len(result.inserted), present=result.duplicates, **fields)
 
     def _parse(self, c: Candidate) -> tuple[ParsedSession, list[NewEvent], dict[str, Any]]:
@@ -371,11 +366,7 @@ class Importer:
         if parsed.open_turn or not parsed.last_ts:
             return
         sid = str(parsed.session_id)
-        old = mem.store.db.execute(
-            "SELECT id, ts FROM events WHERE session_id = ? AND type = 'session_end'"
-            " AND json_extract(metadata, '$.imported') IS NOT NULL",
-            (sid,),
-        ).fetchall()
+        old = mem.store.imported_markers(sid, "session_end")
         if [r[1] for r in old] == [parsed.last_ts]:
             return
         meta = {"cwd": parsed.cwd, "reason": "imported", "source": "import", "imported": parsed.source}
@@ -385,13 +376,7 @@ class Importer:
 
     def unimport(self, mem: Memory, parsed: ParsedSession) -> None:
         """--force: remove what earlier imports of this session stored, so it is re-imported cleanly."""
-        ids = [
-            r[0]
-            for r in mem.store.db.execute(
-                "SELECT id FROM events WHERE session_id = ? AND json_extract(metadata, '$.imported') = ?",
-                (parsed.session_id, parsed.source),
-            )
-        ]
+        ids = mem.store.imported_event_ids(parsed.session_id, parsed.source)
         if ids:
             mem.forget(ids=ids)
 
@@ -404,17 +389,9 @@ class Importer:
 
 
 def _exists(db: Any, event: NewEvent) -> bool:
+    # SQL here, not a Store method: a dry run reads the file through a plain read-only connection,
+    # because opening a Store would create or migrate it.
     return db.execute("SELECT 1 FROM events WHERE dedupe_key = ?", (event.key(),)).fetchone() is not None
-
-
-def _live_captured(db: Any, session_id: str) -> bool:
-    """The hooks recorded this session (so they own its start/end markers and summary)."""
-    row = db.execute(
-        "SELECT 1 FROM events WHERE session_id = ? AND type = 'session_start'"
-        " AND json_extract(metadata, '$.imported') IS NULL LIMIT 1",
-        (session_id,),
-    ).fetchone()
-    return row is not None
 
 
 def _start_marker(parsed: ParsedSession) -> NewEvent:

@@ -15,7 +15,6 @@ import json
 import os
 import sqlite3
 from collections.abc import Sequence
-from contextlib import closing
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +27,7 @@ from memlane.memory import Memory
 from memlane.privacy import filter_text, filter_value
 from memlane.retrieval.disclosure import index_row, one_line
 from memlane.retrieval.hybrid import Hit
-from memlane.store import keys
+from memlane.store import keys, peek
 from memlane.store.db import Event
 
 MAX_REFS = 20
@@ -365,7 +364,6 @@ def _meta_line(meta: dict[str, Any]) -> str:
 
 def _count(db: str) -> int | None:
     try:
-        with closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True)) as conn:
-            return int(conn.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+        return peek.count_events(db)
     except sqlite3.Error:
         return None

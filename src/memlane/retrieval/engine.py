@@ -15,9 +15,14 @@ from typing import Any
 
 from memlane import config
 from memlane.logs import log
-from memlane.memory import Memory
 from memlane.retrieval.hybrid import Hit, Retriever
 from memlane.retrieval.select import select_for_injection
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    # Memory owns the engine (Memory.search makes one); the engine only takes a Memory as an argument,
+    # so importing memory.py at run time would close a circle.
+    from memlane.memory import Memory
 
 
 def _progress(message: str) -> None:

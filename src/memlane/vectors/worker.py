@@ -23,9 +23,13 @@ from typing import Any
 
 from memlane import atomic, paths, proc
 from memlane.embed.passages import passages
-from memlane.memory import Memory
 from memlane.store.keys import now_iso
 from memlane.vectors.index import VectorIndex, other_tables
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    # The worker is handed a Memory; memory.py reaches vectors/ (forget), so no run-time import back.
+    from memlane.memory import Memory
 
 
 @dataclass
@@ -80,8 +84,7 @@ def _model_state(memory: Memory, embedder: Any) -> bool:
     if previous == embedder.version:
         return False
     if previous is not None:
-        with memory.store.write() as db:
-            db.execute("UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = NULL, error = NULL")
+        memory.store.outbox_reset_all()
         import lancedb
 
         conn = lancedb.connect(str(paths.vectors_dir(memory.project.id)))
@@ -105,43 +108,11 @@ def _recover_stuck(memory: Memory) -> int:
     only the timeout can release.
     """
     cutoff = _iso(-memory.config.vectors.stuck_after_s)
-    with memory.store.write() as db:
-        claimants = [r[0] for r in db.execute("SELECT DISTINCT claimed_by FROM outbox WHERE status = 'processing'")]
-        gone = [c for c in claimants if c is None or proc.claimant_gone(c)]
-        recovered = 0
-        for claimant in gone:
-            recovered += db.execute(
-                "UPDATE outbox SET status = 'pending', claimed_by = NULL, updated_at = ?"
-                " WHERE status = 'processing' AND claimed_by IS ?",
-                (now_iso(), claimant),
-            ).rowcount
-        recovered += db.execute(
-            "UPDATE outbox SET status = 'pending', claimed_by = NULL, updated_at = ?"
-            " WHERE status = 'processing' AND updated_at < ?",
-            (now_iso(), cutoff),
-        ).rowcount
-        return recovered
+    return memory.store.outbox_recover(lambda c: c is None or proc.claimant_gone(c), cutoff)
 
 
 def _claim(memory: Memory, size: int) -> list[str]:
-    now = now_iso()
-    with memory.store.write() as db:
-        ids = [
-            r[0]
-            for r in db.execute(
-                "SELECT event_id FROM outbox WHERE status = 'pending'"
-                " AND (next_attempt_at IS NULL OR next_attempt_at <= ?)"
-                " ORDER BY rowid LIMIT ?",
-                (now, size),
-            )
-        ]
-        if ids:
-            db.execute(
-                f"UPDATE outbox SET status = 'processing', claimed_by = ?, updated_at = ? WHERE event_id IN "
-                f"({','.join('?' * len(ids))})",
-                [proc.identity(), now, *ids],
-            )
-    return ids
+    return memory.store.outbox_claim(size, proc.identity())
 
 
 def _embed_batch(memory: Memory, index: VectorIndex, embedder: Any, ids: list[str]) -> int:
@@ -157,45 +128,19 @@ def _embed_batch(memory: Memory, index: VectorIndex, embedder: Any, ids: list[st
             for (e, n, _), v in zip(pieces, vectors, strict=True)
         ]
     )
-    with memory.store.write() as db:
-        db.execute(
-            f"UPDATE outbox SET status = 'done', updated_at = ?, error = NULL WHERE event_id IN "
-            f"({','.join('?' * len(ids))})",
-            [now_iso(), *ids],
-        )
+    memory.store.outbox_complete(ids)
     return len(pieces)
 
 
 def _fail(memory: Memory, ids: list[str], error: str) -> tuple[int, int]:
     """Back off, or give up after max_attempts. Returns (failed for good, to retry)."""
-    max_attempts = memory.config.vectors.max_attempts
-    failed = retry = 0
-    with memory.store.write() as db:
-        for event_id in ids:
-            row = db.execute("SELECT attempts FROM outbox WHERE event_id = ?", (event_id,)).fetchone()
-            if row is None:
-                continue
-            attempts = int(row[0]) + 1
-            if attempts >= max_attempts:
-                db.execute(
-                    "UPDATE outbox SET status = 'failed', attempts = ?, updated_at = ?, error = ? WHERE event_id = ?",
-                    (attempts, now_iso(), error[:500], event_id),
-                )
-                failed += 1
-            else:
-                db.execute(
-                    "UPDATE outbox SET status = 'pending', attempts = ?, updated_at = ?, error = ?, "
-                    "next_attempt_at = ? WHERE event_id = ?",
-                    (attempts, now_iso(), error[:500], _iso(min(2**attempts, 3600)), event_id),
-                )
-                retry += 1
-    return failed, retry
+    return memory.store.outbox_fail(
+        ids, error, memory.config.vectors.max_attempts, lambda attempts: _iso(min(2**attempts, 3600))
+    )
 
 
 def pending_count(memory: Memory) -> int:
-    return int(
-        memory.store.db.execute("SELECT COUNT(*) FROM outbox WHERE status IN ('pending', 'processing')").fetchone()[0]
-    )
+    return memory.store.outbox_pending_count()
 
 
 def process_outbox(
@@ -248,12 +193,7 @@ def process_outbox(
 
 
 def retry_failed(memory: Memory) -> int:
-    with memory.store.write() as db:
-        return db.execute(
-            "UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = NULL, error = NULL,"
-            " updated_at = ? WHERE status = 'failed'",
-            (now_iso(),),
-        ).rowcount
+    return memory.store.outbox_retry_failed()
 
 
 @dataclass
@@ -269,25 +209,13 @@ def reconcile(memory: Memory, embedder: Any, *, fix: bool) -> ReconcileReport:
     """Compare events with the current model's vectors: re-queue events without vectors, drop orphans."""
     index = VectorIndex(memory.project.id, embedder.version, embedder.dim, memory.config.vectors)
     have = index.event_ids()
-    events = {
-        r[0]
-        for r in memory.store.db.execute("SELECT id FROM events WHERE type NOT IN ('session_start', 'session_end')")
-    }
-    queued = {
-        r[0] for r in memory.store.db.execute("SELECT event_id FROM outbox WHERE status IN ('pending', 'processing')")
-    }
+    events = memory.store.embeddable_event_ids()
+    queued = memory.store.outbox_queued_ids()
     missing = sorted(events - have - queued)
     orphans = sorted(have - events)
     report = ReconcileReport(len(events), len(have), len(missing), len(orphans))
     if fix:
-        now = now_iso()
-        with memory.store.write() as db:
-            for event_id in missing:
-                db.execute(
-                    "INSERT INTO outbox (event_id, status, created_at, updated_at) VALUES (?, 'pending', ?, ?)"
-                    " ON CONFLICT(event_id) DO UPDATE SET status = 'pending', attempts = 0, next_attempt_at = NULL",
-                    (event_id, now, now),
-                )
+        memory.store.outbox_requeue(missing)
         index.delete(orphans)
         report.fixed = True
     return report
@@ -297,22 +225,12 @@ def rebuild(memory: Memory, embedder: Any) -> int:
     """Drop the current model's vectors and queue every event again."""
     index = VectorIndex(memory.project.id, embedder.version, embedder.dim, memory.config.vectors)
     index.drop()
-    now = now_iso()
-    with memory.store.write() as db:
-        db.execute(
-            "INSERT OR IGNORE INTO outbox (event_id, status, created_at, updated_at) "
-            "SELECT id, 'pending', ?, ? FROM events",
-            (now, now),
-        )
-        return db.execute(
-            "UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = NULL, error = NULL"
-        ).rowcount
+    return memory.store.outbox_requeue_every_event()
 
 
 def status(memory: Memory, embedder: Any = None) -> dict[str, Any]:
-    db = memory.store.db
-    outbox = dict(db.execute("SELECT status, COUNT(*) FROM outbox GROUP BY status").fetchall())
-    errors = [r[0] for r in db.execute("SELECT DISTINCT error FROM outbox WHERE status = 'failed' LIMIT 5")]
+    outbox = memory.store.outbox_status_counts()
+    errors = memory.store.outbox_failed_errors(5)
     out: dict[str, Any] = {"project_id": memory.project.id, "outbox": outbox, "failed_errors": errors}
     state_path = paths.vectors_dir(memory.project.id) / "model.json"
     try:

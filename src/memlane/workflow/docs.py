@@ -4,6 +4,11 @@ Both parsers are line-based and forgiving: any heading level, ``-``/``*``/``1.``
 checkboxes, markdown tables, ``(3pt)``/``points: 3``/``3점`` notations, English or Korean labels.
 Every non-blank line is either understood or reported back as a warning with its line number;
 nothing is dropped silently. The formats are documented in docs/workflow.md.
+
+Why one module (~780 lines): the two documents share one line walker (``_Walker``), one attribute
+syntax (points, status, priority, keyed fields) and one warning list, and this is the single place their
+formats (docs/workflow.md) are read. The seam there is, parsing versus ``apply`` into progress.json
+(the last section), would leave ``apply`` a 130-line module that only ``parse``'s output feeds.
 """
 
 from __future__ import annotations

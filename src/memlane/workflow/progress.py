@@ -5,6 +5,10 @@ The model is the seed's (``setup.workflows``/``custom``, ``phases``, ``domains``
 Every read validates and migrates; a file with an error raises ``ProgressError`` naming the field
 and is never overwritten. ``mutate`` is the one way to change it: lock, read, change, recalculate,
 validate, write atomically, regenerate memory.md.
+
+Why one module (~510 lines): it is the rules of one file format. Validation and migration run on every
+read and write, ``recalculate`` and ``mutate`` depend on both, and the changes at the end are the only
+writers; split, each part would import all the others.
 """
 
 from __future__ import annotations

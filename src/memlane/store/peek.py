@@ -1,0 +1,26 @@
+"""Read-only looks at a memory.db file without opening a ``Store``: status and doctor lines.
+
+Opening a ``Store`` creates a missing file, migrates an old one and tightens its mode; a status line
+must do none of that, so these open ``?mode=ro`` and close again. Errors are the caller's to handle.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+from contextlib import closing
+
+
+def _read_only(file: str | os.PathLike[str], timeout: float) -> sqlite3.Connection:
+    return sqlite3.connect(f"file:{os.fspath(file)}?mode=ro", uri=True, timeout=timeout)
+
+
+def count_events(file: str | os.PathLike[str], timeout: float = 5.0) -> int:
+    with closing(_read_only(file, timeout)) as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM events").fetchone()[0])
+
+
+def count_unembedded(file: str | os.PathLike[str], timeout: float = 5.0) -> int:
+    """Outbox jobs not done yet (pending, processing or failed)."""
+    with closing(_read_only(file, timeout)) as conn:
+        return int(conn.execute("SELECT COUNT(*) FROM outbox WHERE status != 'done'").fetchone()[0])
