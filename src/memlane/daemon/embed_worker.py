@@ -4,11 +4,13 @@ It used to be a child process with its own model runtime and LanceDB: 611 MB res
 events (benchmarks/daemon_memory.py), against a goal of 350 MB. As a thread it embeds with the very embedder
 the search path uses (``Engine.embedder``: one model per user) and keeps what the child process guaranteed:
 
-- Searches stay responsive. The thread runs at nice 10 (Linux nices threads one by one), so the scheduler
-  gives a request's thread the CPU first. It embeds in slices of ``SLICE`` texts and, before each slice,
-  waits while any request is in flight (``Gate``), so a hook's query is not queued behind a batch. With the
-  numpy runtime its forward passes bypass the encoder's lock (``embed_passages_concurrent``), so a query
-  never waits for a pass the worker already started either.
+- Searches stay responsive. Its forward passes run on a thread of their own at nice 10 (Linux nices threads
+  one by one), so the scheduler gives a request's thread the CPU first. Only that thread: a thread inherits
+  its creator's nice value, and LanceDB's and the tokenizer's pools, which searches use too, are started by
+  whichever thread first needs them, so the loop itself (SQLite, LanceDB writes) keeps the daemon's. It
+  embeds in slices of ``SLICE`` texts and, before each slice, waits while any request is in flight
+  (``Gate``), so a hook's query is not queued behind a batch. With the numpy runtime its passes bypass the
+  encoder's lock (``embed_passages_concurrent``), so a query never waits for a pass already started either.
 - One writer of vectors per project: ``process_outbox`` still takes the project's ``WorkerLock`` (a flock,
   so ``memlane process`` in another process sees "busy").
 - Claimant liveness: claims name the daemon process (``host:pid:start``); when it is killed they are taken
@@ -23,6 +25,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -80,8 +83,16 @@ class Gate:
 class BackgroundEmbedder:
     """The shared embedder as the worker uses it: small slices, each after the gate says no request is waiting."""
 
-    def __init__(self, embedder: Embedder, gate: Gate, stop: threading.Event, on_slice: Callable[[], None]) -> None:
+    def __init__(
+        self,
+        embedder: Embedder,
+        gate: Gate,
+        stop: threading.Event,
+        on_slice: Callable[[], None],
+        niced: ThreadPoolExecutor | None = None,
+    ) -> None:
         self.embedder = embedder
+        self.niced = niced
         self.gate = gate
         self.stop = stop
         self.on_slice = on_slice
@@ -102,7 +113,9 @@ class BackgroundEmbedder:
         for start in range(0, len(texts), SLICE):
             self.gate.wait_quiet(self.stop)
             self.on_slice()
-            parts.append(np.asarray(self._embed(texts[start : start + SLICE]), dtype=np.float32))
+            part = texts[start : start + SLICE]
+            vectors = self.niced.submit(self._embed, part).result() if self.niced else self._embed(part)
+            parts.append(np.asarray(vectors, dtype=np.float32))
         return np.concatenate(parts) if parts else np.zeros((0, self.embedder.dim), dtype=np.float32)
 
 
@@ -149,7 +162,10 @@ class Worker:
         self.cfg = cfg
         self.stop = stop
         self.touch = touch
-        self.embedder = BackgroundEmbedder(embedder, gate, stop, self._slice)
+        # One thread at nice 10 for the forward passes (the CPU-heavy part); see the module docstring for why not
+        # the loop's own thread.
+        self.niced = ThreadPoolExecutor(1, thread_name_prefix="embed-niced", initializer=lower_thread_priority)
+        self.embedder = BackgroundEmbedder(embedder, gate, stop, self._slice, self.niced)
         self.state: dict[str, Any] = state if state is not None else {}
         self.state.update(processed=0, last_error=None, busy=False, thread=None)
 
@@ -196,8 +212,15 @@ class Worker:
         return done
 
     def run(self) -> None:
-        self.state["thread"] = threading.get_native_id()
-        self.state["niced"] = lower_thread_priority()
+        self.state["thread"] = self.niced.submit(threading.get_native_id).result()
+        self.state["niced"] = os.getpriority(os.PRIO_PROCESS, self.state["thread"]) >= NICE
+        try:
+            self._loop()
+        finally:
+            self.niced.shutdown(wait=True)
+            self.state["busy"] = False
+
+    def _loop(self) -> None:
         while not self.stop.is_set():
             try:
                 done = self.step()
@@ -207,4 +230,3 @@ class Worker:
                 self.stop.wait(5.0)
             self.state["busy"] = done > 0
             self.stop.wait(0.05 if done else 2.0)
-        self.state["busy"] = False
