@@ -1,4 +1,4 @@
-"""Processes that die or linger: dead claimants, the worker's parent, `daemon stop`, file modes, stray stores."""
+"""Processes that die or linger: a killed daemon's claims, `daemon stop`, idle exit with a backlog, file modes."""
 
 from __future__ import annotations
 
