@@ -184,6 +184,9 @@ class Worker:
         self.embedder = BackgroundEmbedder(embedder, gate, stop, self._slice, self.niced)
         self.state: dict[str, Any] = state if state is not None else {}
         self.state.update(processed=0, last_error=None, busy=False, thread=None)
+        # "busy" (reported) means embedding; this also covers a step's set-up. The daemon does not go idle
+        # while either is true; both go false only after a step that found nothing to embed.
+        self.has_work = False
 
     def _slice(self) -> None:
         self.state["busy"] = True
@@ -208,9 +211,9 @@ class Worker:
             try:
                 with Memory.open(project_id=pid, cfg=self.cfg, create=None) as mem:
                     if not mem.store.ephemeral and pending_count(mem):
-                        # Busy from here, before the first slice: opening the index (importing LanceDB) and
-                        # chunking can outlast a short idle timeout, and the daemon must not go idle with work.
-                        self.state["busy"] = True
+                        # Work in hand from here, before the first slice: opening the index (importing LanceDB)
+                        # and chunking can outlast a short idle timeout, and the daemon must not go idle with work.
+                        self.has_work = True
                     report = process_outbox(mem, self.embedder, limit=STEP)
             except Stopping:
                 given = give_back_claims(self.cfg, pid)
@@ -234,7 +237,7 @@ class Worker:
             self._loop()
         finally:
             self.niced.shutdown(wait=True)
-            self.state["busy"] = False
+            self.state["busy"] = self.has_work = False
 
     def _loop(self) -> None:
         while not self.stop.is_set():
@@ -244,7 +247,7 @@ class Worker:
                 self.error(repr(exc))
                 done = 0
                 self.stop.wait(5.0)
-            self.state["busy"] = done > 0
+            self.state["busy"] = self.has_work = done > 0
             if done:
                 release_memory()
             self.stop.wait(0.05 if done else 2.0)

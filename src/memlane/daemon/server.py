@@ -80,6 +80,7 @@ class Daemon:
         self.gate = Gate()  # requests in flight: the worker starts no slice while there are any
         self.worker_state: dict[str, Any] = {"processed": 0, "last_error": None, "busy": False}
         self.warming = False  # loading the model for the worker: work under way, like a busy worker
+        self.embed_worker: Worker | None = None
 
     # ---- routes --------------------------------------------------------------------------------
 
@@ -246,12 +247,13 @@ class Daemon:
         if embedder is None:
             self.worker_state["last_error"] = f"no embedding model: {self.engine.model_error}"
             return
-        Worker(self.cfg, embedder, self.gate, self.stop, self.touch, state=self.worker_state).run()
+        self.embed_worker = Worker(self.cfg, embedder, self.gate, self.stop, self.touch, state=self.worker_state)
+        self.embed_worker.run()
 
     def idle_watch(self, server: uvicorn.Server) -> None:
         while not self.stop.wait(1.0):
-            if self.warming or self.worker_state.get("busy"):
-                # The worker has work (it is busy from its first slice until a step finds nothing to embed):
+            if self.warming or (self.embed_worker is not None and self.embed_worker.has_work):
+                # The worker has work (from a step that finds some until a step that finds nothing to embed):
                 # one slice of long texts can outlast a short idle timeout, so the clock starts after it.
                 self.touch()
             elif time.monotonic() - self.last_activity > self.cfg.daemon.idle_timeout_s:
