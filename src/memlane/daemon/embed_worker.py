@@ -120,12 +120,27 @@ class BackgroundEmbedder:
 
 
 def lower_thread_priority() -> bool:
-    """Nice the calling thread only (Linux: a thread id is a ``PRIO_PROCESS`` target); False where unsupported."""
+    """Nice the calling thread only (Linux: a thread id is a ``PRIO_PROCESS`` target); False where unsupported.
+
+    Elsewhere a thread id is no ``setpriority`` target (on macOS it could even name another process): no nice.
+    """
+    import sys
+
+    if not sys.platform.startswith("linux"):
+        return False
     try:
         os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
         return True
     except (OSError, AttributeError):
         return False
+
+
+def _whoami() -> tuple[int, bool]:
+    """The embedding thread's id and whether it runs niced (run on that thread)."""
+    try:
+        return threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0) >= NICE
+    except OSError:
+        return threading.get_native_id(), False
 
 
 def release_memory() -> None:
@@ -231,8 +246,7 @@ class Worker:
         return done
 
     def run(self) -> None:
-        self.state["thread"] = self.niced.submit(threading.get_native_id).result()
-        self.state["niced"] = os.getpriority(os.PRIO_PROCESS, self.state["thread"]) >= NICE
+        self.state["thread"], self.state["niced"] = self.niced.submit(_whoami).result()
         try:
             self._loop()
         finally:
