@@ -5,7 +5,9 @@
 Builds a store of N synthetic events (all waiting in the outbox) in a fresh data dir, starts
 ``memlane serve``, waits until its worker has embedded them all (or the timeout), runs one search so the
 daemon's own model and index are loaded too, then prints VmRSS and VmHWM (peak) of the daemon and of the
-worker child from /proc. Goal (issue 20): daemon + worker ≤ 350 MB after 10k events.
+worker from /proc. Goal (issue 20): daemon + worker ≤ 350 MB after 10k events. The worker is a thread of
+the daemon now (its health reports a ``thread``, no ``pid``), so the daemon's figures are the whole cost;
+a worker child, as older daemons ran one, is measured too.
 """
 
 from __future__ import annotations
@@ -76,7 +78,10 @@ def main() -> None:
         done = health.get("worker", {}).get("processed", 0)
         print(f"embedded {done} of {args.events} events in {time.time() - started:.0f} s")
         print(f"daemon  RSS {d['VmRSS']:6.0f} MB  peak {d['VmHWM']:6.0f} MB  PSS {d['Pss']:6.0f} MB")
-        print(f"worker  RSS {w['VmRSS']:6.0f} MB  peak {w['VmHWM']:6.0f} MB  PSS {w['Pss']:6.0f} MB")
+        if worker:
+            print(f"worker  RSS {w['VmRSS']:6.0f} MB  peak {w['VmHWM']:6.0f} MB  PSS {w['Pss']:6.0f} MB")
+        else:
+            print("worker  a thread of the daemon (counted above)")
         print(f"total   RSS {d['VmRSS'] + w['VmRSS']:6.0f} MB  PSS {d['Pss'] + w['Pss']:6.0f} MB  (goal ≤ 350 MB)")
     finally:
         daemon.terminate()

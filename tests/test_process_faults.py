@@ -1,4 +1,4 @@
-"""Processes that die or linger: dead claimants, the worker's parent, `daemon stop`, file modes, stray stores."""
+"""Processes that die or linger: a killed daemon's claims, `daemon stop`, idle exit with a backlog, file modes."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import signal
 import stat
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 
@@ -67,29 +66,116 @@ def test_reused_pid_is_not_mistaken_for_the_claimant() -> None:
     assert not proc.claimant_gone("garbage")
 
 
-def test_embedding_worker_exits_when_its_parent_is_killed(tmp_path: Path) -> None:
-    """The worker's parent watch, in a real grandchild, with the daemon stand-in killed by SIGKILL."""
-    parent = textwrap.dedent(
-        """
-        import subprocess, sys, time
-        code = ("import os, time; from memlane.daemon.embed_worker import _exit_with_parent;"
-                "_exit_with_parent(os.getppid(), 0.1); print(os.getpid(), flush=True); time.sleep(60)")
-        child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
-        print(child.stdout.readline().strip(), flush=True)
-        time.sleep(60)
-        """
+def _backlog(proj: Path, n: int) -> None:
+    """Long events (a few hundred tokens each), so a batch takes the worker seconds, not milliseconds."""
+    words = [
+        "connection",
+        "pool",
+        "timeout",
+        "retry",
+        "backoff",
+        "worker",
+        "queue",
+        "deploy",
+        "schema",
+        "index",
+        "latency",
+        "cache",
+    ]
+    with Memory.open(proj) as mem:
+        mem.store.append(
+            NewEvent("agent_response", "s", " ".join(words[(i + k) % len(words)] for k in range(220)), f"t{i}")
+            for i in range(n)
+        )
+
+
+def _claims(proj: Path) -> list[str]:
+    with Memory.open(proj, create=False) as mem:
+        return [
+            r[0] for r in mem.store.db.execute("SELECT claimed_by FROM outbox WHERE status = 'processing'").fetchall()
+        ]
+
+
+def _serve(*extra: str) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "memlane", "serve", "--port", "0", "--quiet", *extra],
+        env=os.environ.copy(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
-    daemon = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True)
-    assert daemon.stdout is not None
-    child = int(daemon.stdout.readline())
-    assert proc.alive(child)
-    daemon.kill()
-    daemon.wait()
-    for _ in range(50):
-        if not proc.alive(child):
-            break
-        time.sleep(0.1)
-    assert not proc.alive(child)
+
+
+def _wait_for_claims(proj: Path, daemon: subprocess.Popen[bytes]) -> list[str]:
+    for _ in range(1200):  # the model loads first
+        claims = _claims(proj)
+        if claims:
+            return claims
+        assert daemon.poll() is None, "daemon exited"
+        time.sleep(0.05)
+    raise AssertionError("the worker never claimed a batch")
+
+
+def test_a_killed_daemons_claims_are_recovered_at_once(memlane_home: Path, proj: Path) -> None:
+    """The worker is a thread, so its claims name the daemon process; kill -9 the daemon mid-batch and the
+    next worker takes them back at once (liveness, not the stuck_after_s timeout)."""
+    _backlog(proj, 200)
+    daemon = _serve()
+    try:
+        claims = _wait_for_claims(proj, daemon)
+        assert set(claims) == {proc.identity(daemon.pid)}, "claimed by the daemon process itself"
+        with Memory.open(proj, create=False) as mem:
+            assert worker._recover_stuck(mem) == 0, "a live daemon keeps its claims"
+    finally:
+        daemon.kill()
+        daemon.wait()
+    with Memory.open(proj, create=False) as mem:
+        assert mem.config.vectors.stuck_after_s >= 60  # so only liveness can explain a recovery
+        assert worker._recover_stuck(mem) == len(claims)
+    assert "processing" not in _status(proj)
+
+
+def test_a_stopped_daemon_gives_back_its_claims_without_counting_an_attempt(memlane_home: Path, proj: Path) -> None:
+    """SIGTERM mid-batch: the worker stops between slices, the daemon exits promptly, the jobs are pending
+    again with no attempt recorded (a shutdown is not a failure), and nothing stays claimed."""
+    _backlog(proj, 200)
+    daemon = _serve()
+    try:
+        _wait_for_claims(proj, daemon)
+        started = time.monotonic()
+        daemon.terminate()
+        assert daemon.wait(timeout=15) == 0
+        assert time.monotonic() - started < 12, "the worker did not stop between slices"
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
+    assert _claims(proj) == []
+    with Memory.open(proj, create=False) as mem:
+        rows = mem.store.db.execute("SELECT status, attempts FROM outbox WHERE status != 'done'").fetchall()
+    assert rows and all(status == "pending" and attempts == 0 for status, attempts in rows)
+
+
+def test_idle_shutdown_waits_for_the_worker(memlane_home: Path, proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """No requests for longer than idle_timeout_s, but a backlog being embedded: the daemon stays up until the
+    outbox is drained, then goes idle and exits."""
+    from memlane.vectors.worker import pending_count
+
+    _backlog(proj, 24)
+    monkeypatch.setenv("MEMLANE_DAEMON_IDLE_TIMEOUT_S", "1")
+    daemon = _serve()
+    try:
+        _wait_for_claims(proj, daemon)
+        time.sleep(3)  # three idle timeouts without a request
+        with Memory.open(proj, create=False) as mem:
+            left = pending_count(mem)
+        assert daemon.poll() is None or left == 0, f"went idle with {left} job(s) left"
+        assert daemon.wait(timeout=600) == 0
+        with Memory.open(proj, create=False) as mem:
+            assert pending_count(mem) == 0, "exited before the backlog was embedded"
+    finally:
+        if daemon.poll() is None:
+            daemon.kill()
+            daemon.wait()
 
 
 def test_daemon_stop_returns_only_after_the_process_exited(memlane_home: Path) -> None:

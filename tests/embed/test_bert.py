@@ -55,6 +55,21 @@ def test_vectors_are_unit_length_and_independent_of_batching(embedder: BertEmbed
     assert np.allclose(together, alone, atol=1e-5)  # padding in a batch must not leak into a text's vector
 
 
+def test_passes_side_by_side_give_the_same_vectors(embedder: BertEmbedder) -> None:
+    """The daemon's worker runs its passes beside a query's, without the encoder's lock (a pass keeps no shared
+    state): four threads at once must give exactly what one locked call gives."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    texts = REFERENCE["texts"]
+    expected = embedder.embed_passages(texts)
+    with ThreadPoolExecutor(4) as pool:
+        results = list(pool.map(lambda _: embedder.embed_passages_concurrent(texts), range(8)))
+        query = pool.submit(embedder.encoder.encode, [texts[0]], exclusive=False).result()
+    for got in results:
+        assert np.allclose(got, expected, atol=1e-6)
+    assert np.allclose(query[0], embedder.encoder.encode([texts[0]])[0], atol=1e-6)
+
+
 def test_chunks_are_cut_where_sentence_transformers_cuts_them(embedder: BertEmbedder) -> None:
     assert embedder.chunk(REFERENCE["long_text"]) == REFERENCE["long_text_chunks"]
 

@@ -26,6 +26,9 @@ def serve(port: int | None, no_worker: bool, quiet: bool) -> None:
     # against 4 with one thread (benchmarks/hook_latency.py --daemon). The worker child inherits it.
     for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(var, "1")
+    # Arrow (under LanceDB) allocates through glibc instead of its own mimalloc pool, so the worker's
+    # malloc_trim after each step returns its freed memory too (embed_worker.release_memory).
+    os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
     from memlane.daemon.server import serve as run
 
     if not quiet:

@@ -1,111 +1,267 @@
-"""The daemon's embedding worker: a child process that drains every project's outbox at low priority.
+"""The daemon's embedding worker: a low-priority thread that drains every project's outbox with the daemon's model.
 
-A backlog (an import, a long session) can mean minutes of model inference. Run inside the daemon it
-competed with searches for the CPU and the interpreter, and prompts missed the hooks' deadline. As a
-child process with a nice value of 10 and one fewer inference thread than there are cores, the
-scheduler gives searches the CPU the moment they need it and the backlog gets what is left.
+It used to be a child process with its own model runtime and LanceDB: 611 MB resident for the pair after 10k
+events (benchmarks/daemon_memory.py), against a goal of 350 MB. As a thread it embeds with the very embedder
+the search path uses (``Engine.embedder``: one model per user) and keeps what the child process guaranteed:
 
-The child reports one JSON line per step on stdout (``{"processed": n}``, 0 when idle, or
-``{"error": "..."}``) and exits when its parent does.
+- Searches stay responsive. Its forward passes run on a thread of their own at nice 10 (Linux nices threads
+  one by one), so the scheduler gives a request's thread the CPU first. Only that thread: a thread inherits
+  its creator's nice value, and LanceDB's and the tokenizer's pools, which searches use too, are started by
+  whichever thread first needs them, so the loop itself (SQLite, LanceDB writes) keeps the daemon's. It
+  embeds in slices of ``SLICE`` texts and, before each slice, waits while any request is in flight
+  (``Gate``), so a hook's query is not queued behind a batch. With the numpy runtime its passes bypass the
+  encoder's lock (``embed_passages_concurrent``), so a query never waits for a pass already started either.
+- One writer of vectors per project: ``process_outbox`` still takes the project's ``WorkerLock`` (a flock,
+  so ``memlane process`` in another process sees "busy").
+- Claimant liveness: claims name the daemon process (``host:pid:start``); when it is killed they are taken
+  back at once by the next worker. On a clean stop the thread gives its claims back itself.
+- Clean shutdown: the daemon's stop event aborts the batch between slices; ``serve`` joins the thread.
+- The daemon does not go idle while the worker embeds: every slice counts as activity.
 """
 
 from __future__ import annotations
 
-import json
 import os
-import sys
+import threading
 import time
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Any
+
+from memlane.logs import log
 
 if TYPE_CHECKING:
     from memlane.config import Config
     from memlane.embed import Embedder
 
-STEP = 32  # events per project per step: the outbox lock is re-taken between steps
+STEP = 32  # events per project per step: the outbox lock is re-taken between steps, projects take turns
+SLICE = 8  # texts per forward call; a request arriving mid-slice waits for none of it, but the CPU is shared
 NICE = 10
+MOST_WAIT_S = 2.0  # under a steady stream of requests the backlog still moves, one slice per this long
 
 
-def _threads() -> int:
-    return max(1, (os.cpu_count() or 2) - 1)
+# A BaseException: process_outbox's ``except Exception`` must not record a shutdown as a failed attempt.
+class Stopping(BaseException):
+    """The daemon is stopping: abandon the batch between two slices (its claims are given back)."""
 
 
-def _lower_priority() -> None:
-    try:
-        os.nice(NICE)
-    except OSError:
-        pass
-    # The numpy runtime's BLAS reads its thread count once, when numpy is first imported (below, with the
-    # model): set it now. Spinning BLAS threads on an oversubscribed machine also cost more than they give.
-    for var in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS"):
-        os.environ.setdefault(var, str(_threads()))
+class Gate:
+    """Requests in flight. The worker starts a slice only when there are none (or after ``MOST_WAIT_S``)."""
 
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._busy = 0
 
-def _limit_torch() -> None:
-    """Only when the model runs on torch: importing torch just to limit it would cost seconds and ~300 MB."""
-    torch = sys.modules.get("torch")
-    if torch is not None:
-        torch.set_num_threads(_threads())
-
-
-def _report(**fields: object) -> None:
-    sys.stdout.write(json.dumps(fields) + "\n")
-    sys.stdout.flush()
-
-
-def drain_step(cfg: Config, embedder: Embedder) -> int:
-    """One step over every known project; returns how many events were embedded."""
-    from memlane import project
-    from memlane.memory import Memory
-    from memlane.vectors import process_outbox
-
-    done = 0
-    for entry in project.known_projects():
+    @contextmanager
+    def request(self) -> Iterator[None]:
+        with self._cond:
+            self._busy += 1
         try:
-            with Memory.open(project_id=str(entry["id"]), cfg=cfg, create=None) as mem:
-                report = process_outbox(mem, embedder, limit=STEP)
-                done += int(getattr(report, "processed", 0) or 0)
-        except Exception as exc:  # noqa: BLE001 - one broken project must not stop the others
-            _report(error=f"{entry.get('id')}: {exc!r}")
-    return done
+            yield
+        finally:
+            with self._cond:
+                self._busy -= 1
+                self._cond.notify_all()
+
+    @property
+    def busy(self) -> int:
+        return self._busy
+
+    def wait_quiet(self, stop: threading.Event, most_s: float = MOST_WAIT_S) -> None:
+        deadline = time.monotonic() + most_s
+        with self._cond:
+            while self._busy and not stop.is_set():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._cond.wait(min(left, 0.1))  # and look at the stop event now and then
+        if stop.is_set():
+            raise Stopping
 
 
-def _exit_with_parent(parent: int, every_s: float = 0.5) -> None:
-    """Exit within ``every_s`` of the daemon's death (kill -9 included), even in the middle of a batch.
+class BackgroundEmbedder:
+    """The shared embedder as the worker uses it: small slices, each after the gate says no request is waiting."""
 
-    The main loop checks its parent only between steps, and one step of a backlog can take minutes.
-    Stopping mid-batch is safe: vectors are upserted by event id, and the outbox jobs this process
-    claimed are taken back at once because their claimant is gone.
+    def __init__(
+        self,
+        embedder: Embedder,
+        gate: Gate,
+        stop: threading.Event,
+        on_slice: Callable[[], None],
+        niced: ThreadPoolExecutor | None = None,
+    ) -> None:
+        self.embedder = embedder
+        self.niced = niced
+        self.gate = gate
+        self.stop = stop
+        self.on_slice = on_slice
+        # The numpy runtime can run a pass beside a query's instead of queueing behind its lock (the daemon keeps
+        # BLAS to one thread, so two passes take two cores, not four); other runtimes serialise as before.
+        self._embed = getattr(embedder, "embed_passages_concurrent", None) or embedder.embed_passages
+
+    def __getattr__(self, name: str) -> Any:  # version, dim, model_id, window, ...
+        return getattr(self.embedder, name)
+
+    def chunk(self, text: str) -> list[str]:
+        return self.embedder.chunk(text)
+
+    def embed_passages(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        parts = []
+        for start in range(0, len(texts), SLICE):
+            self.gate.wait_quiet(self.stop)
+            self.on_slice()
+            part = texts[start : start + SLICE]
+            vectors = self.niced.submit(self._embed, part).result() if self.niced else self._embed(part)
+            parts.append(np.asarray(vectors, dtype=np.float32))
+        return np.concatenate(parts) if parts else np.zeros((0, self.embedder.dim), dtype=np.float32)
+
+
+def lower_thread_priority() -> bool:
+    """Nice the calling thread only (Linux: a thread id is a ``PRIO_PROCESS`` target); False where unsupported.
+
+    Elsewhere a thread id is no ``setpriority`` target (on macOS it could even name another process): no nice.
     """
-    import threading
+    import sys
 
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(every_s)
-        os._exit(0)
-
-    threading.Thread(target=watch, name="parent-watch", daemon=True).start()
-
-
-def main() -> None:
-    _lower_priority()
-    from memlane import config
-    from memlane.embed import get_embedder
-
+    if not sys.platform.startswith("linux"):
+        return False
     try:
-        cfg = config.load()
-        embedder = get_embedder(cfg.embedding)
-        _limit_torch()
-    except Exception as exc:  # noqa: BLE001 - say why on the one channel the daemon reads, then stop
-        _report(error=f"cannot start: {exc}")
-        sys.exit(1)
-    parent = os.getppid()
-    _exit_with_parent(parent)
-    _report(ready=embedder.version)
-    while os.getppid() == parent:
-        done = drain_step(cfg, embedder)
-        _report(processed=done)
-        time.sleep(0.05 if done else 2.0)
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), NICE)
+        return True
+    except (OSError, AttributeError):
+        return False
 
 
-if __name__ == "__main__":
-    main()
+def _whoami() -> tuple[int, bool]:
+    """The embedding thread's id and whether it runs niced (run on that thread)."""
+    try:
+        return threading.get_native_id(), os.getpriority(os.PRIO_PROCESS, 0) >= NICE
+    except OSError:
+        return threading.get_native_id(), False
+
+
+def release_memory() -> None:
+    """Hand freed memory back to the OS after a step (the daemon's resident size is the cost a user sees).
+
+    A pass allocates tens of MB of temporaries and glibc keeps freed chunks in per-thread arenas, so without
+    this the daemon stays near its peak between backlogs. (``memlane serve`` points Arrow at the same allocator.)
+    """
+    import ctypes
+    import sys
+
+    if sys.platform.startswith("linux"):
+        try:
+            ctypes.CDLL("libc.so.6").malloc_trim(0)
+        except (OSError, AttributeError):
+            pass  # not glibc (musl): nothing to trim this way
+
+
+def give_back_claims(cfg: Config, project_id: str) -> int:
+    """Put this process's claims on a project back to pending (a batch abandoned at shutdown; no attempt counted)."""
+    from memlane import proc
+    from memlane.memory import Memory
+    from memlane.store.keys import now_iso
+
+    with Memory.open(project_id=project_id, cfg=cfg, create=None) as mem:
+        if mem.store.ephemeral:
+            return 0
+        with mem.store.write() as db:
+            return int(
+                db.execute(
+                    "UPDATE outbox SET status = 'pending', claimed_by = NULL, updated_at = ?"
+                    " WHERE status = 'processing' AND claimed_by = ?",
+                    (now_iso(), proc.identity()),
+                ).rowcount
+            )
+
+
+class Worker:
+    """The thread's loop and the state ``/api/health`` reports (``memlane status``, ``doctor`` read it)."""
+
+    def __init__(
+        self,
+        cfg: Config,
+        embedder: Embedder,
+        gate: Gate,
+        stop: threading.Event,
+        touch: Callable[[], None],
+        state: dict[str, Any] | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.stop = stop
+        self.touch = touch
+        # One thread at nice 10 for the forward passes (the CPU-heavy part); see the module docstring for why not
+        # the loop's own thread.
+        self.niced = ThreadPoolExecutor(1, thread_name_prefix="embed-niced", initializer=lower_thread_priority)
+        self.embedder = BackgroundEmbedder(embedder, gate, stop, self._slice, self.niced)
+        self.state: dict[str, Any] = state if state is not None else {}
+        self.state.update(processed=0, last_error=None, busy=False, thread=None)
+        # "busy" (reported) means embedding; this also covers a step's set-up. The daemon does not go idle
+        # while either is true; both go false only after a step that found nothing to embed.
+        self.has_work = False
+
+    def _slice(self) -> None:
+        self.state["busy"] = True
+        self.touch()  # a backlog being embedded is activity: no idle shutdown mid-way
+
+    def error(self, message: str) -> None:
+        self.state["last_error"] = message
+        log("daemon", "error", f"worker: {message}")
+
+    def step(self) -> int:
+        """One step over every known project; returns how many events were embedded."""
+        from memlane import project
+        from memlane.memory import Memory
+        from memlane.vectors import process_outbox
+        from memlane.vectors.worker import pending_count
+
+        done = 0
+        for entry in project.known_projects():
+            if self.stop.is_set():
+                break
+            pid = str(entry.get("id"))
+            try:
+                with Memory.open(project_id=pid, cfg=self.cfg, create=None) as mem:
+                    if not mem.store.ephemeral and pending_count(mem):
+                        # Work in hand from here, before the first slice: opening the index (importing LanceDB)
+                        # and chunking can outlast a short idle timeout, and the daemon must not go idle with work.
+                        self.has_work = True
+                    report = process_outbox(mem, self.embedder, limit=STEP)
+            except Stopping:
+                given = give_back_claims(self.cfg, pid)
+                log("daemon", "info", f"worker stopped mid-batch; {given} job(s) of {pid} back to pending")
+                break
+            except Exception as exc:  # noqa: BLE001 - one broken project must not stop the others
+                self.error(f"{pid}: {exc!r}")
+                continue
+            done += report.processed
+            if report.processed:
+                self.state["processed"] += report.processed
+                self.touch()
+            if report.errors:
+                self.error(f"{pid}: {report.errors[-1]}")
+        return done
+
+    def run(self) -> None:
+        self.state["thread"], self.state["niced"] = self.niced.submit(_whoami).result()
+        try:
+            self._loop()
+        finally:
+            self.niced.shutdown(wait=True)
+            self.state["busy"] = self.has_work = False
+
+    def _loop(self) -> None:
+        while not self.stop.is_set():
+            try:
+                done = self.step()
+            except Exception as exc:  # noqa: BLE001 - e.g. the projects registry unreadable: say so, try again later
+                self.error(repr(exc))
+                done = 0
+                self.stop.wait(5.0)
+            self.state["busy"] = self.has_work = done > 0
+            if done:
+                release_memory()
+            self.stop.wait(0.05 if done else 2.0)

@@ -4,7 +4,7 @@ Security: binds loopback only; every request needs ``Authorization: Bearer <toke
 in the data dir); the Host header must name this server and an Origin, when sent, must be this
 server's own — which defeats DNS rebinding from a web page. One instance per user: an exclusive
 ``flock`` on ``daemon.lock`` (not a pid guess). Exits after ``daemon.idle_timeout_s`` without
-requests or work, and leaves no child processes.
+requests or work. The embedding worker is a thread of this process sharing its model (see embed_worker).
 """
 
 from __future__ import annotations
@@ -16,8 +16,6 @@ import os
 import signal
 import socket
 import sqlite3
-import subprocess
-import sys
 import threading
 import time
 from typing import Any
@@ -31,6 +29,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memlane import __version__, config
 from memlane.daemon import context_routes, state
+from memlane.daemon.embed_worker import Gate, Worker
 from memlane.errors import InputError, MemlaneError
 from memlane.logs import log
 from memlane.memory import Memory
@@ -78,7 +77,10 @@ class Daemon:
         self.last_activity = time.monotonic()
         self.started = time.time()
         self.stop = threading.Event()
+        self.gate = Gate()  # requests in flight: the worker starts no slice while there are any
         self.worker_state: dict[str, Any] = {"processed": 0, "last_error": None, "busy": False}
+        self.warming = False  # loading the model for the worker: work under way, like a busy worker
+        self.embed_worker: Worker | None = None
 
     # ---- routes --------------------------------------------------------------------------------
 
@@ -185,7 +187,8 @@ class Daemon:
         try:
             from starlette.concurrency import run_in_threadpool
 
-            return JSONResponse(await run_in_threadpool(fn, arg))
+            with self.gate.request():
+                return JSONResponse(await run_in_threadpool(fn, arg))
         except sqlite3.Error as exc:  # a damaged or locked store: a one-line answer, not a 500 with a traceback
             return JSONResponse({"error": str(exc).splitlines()[0] if str(exc) else "store error"}, status_code=503)
         except MemlaneError as exc:
@@ -233,56 +236,27 @@ class Daemon:
             log("daemon", "info", f"model {self.engine.embedder.version} warm in {time.perf_counter() - started:.1f} s")
 
     def worker(self) -> None:
-        """Warm the search model, then keep the low-priority embedding child running (see embed_worker)."""
-        self.warm()
-        if self.engine.embedder is None:
+        """Warm the search model, then embed every project's outbox with it in this thread (see embed_worker)."""
+        self.warming = True
+        try:
+            self.warm()
+        finally:
+            self.warming = False
+            self.touch()
+        embedder = self.engine.embedder
+        if embedder is None:
+            self.worker_state["last_error"] = f"no embedding model: {self.engine.model_error}"
             return
-        while not self.stop.is_set():
-            child = subprocess.Popen(
-                [sys.executable, "-m", "memlane.daemon.embed_worker"],
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.DEVNULL,
-                text=True,
-            )
-            self.worker_state["pid"] = child.pid
-            try:
-                self._follow(child)
-            finally:
-                if child.poll() is None:
-                    child.terminate()
-                    child.wait(timeout=10)
-            if not self.stop.is_set():
-                log("daemon", "warning", f"embedding worker exited ({child.returncode}); restarting in 5 s")
-                self.stop.wait(5.0)
-
-    def _follow(self, child: subprocess.Popen[str]) -> None:
-        """Read the child's progress lines until it exits or the daemon stops."""
-        assert child.stdout is not None
-
-        def stop_child() -> None:
-            self.stop.wait()
-            child.terminate()
-
-        threading.Thread(target=stop_child, daemon=True).start()
-        for line in child.stdout:
-            try:
-                msg = json.loads(line)
-            except ValueError:
-                continue
-            if "processed" in msg:
-                done = int(msg["processed"])
-                self.worker_state["processed"] += done
-                self.worker_state["busy"] = done > 0
-                if done:
-                    self.touch()  # a backlog being embedded is activity: no idle shutdown mid-way
-            elif "error" in msg:
-                self.worker_state["last_error"] = str(msg["error"])
-                log("daemon", "error", f"worker: {msg['error']}")
+        self.embed_worker = Worker(self.cfg, embedder, self.gate, self.stop, self.touch, state=self.worker_state)
+        self.embed_worker.run()
 
     def idle_watch(self, server: uvicorn.Server) -> None:
         while not self.stop.wait(1.0):
-            if time.monotonic() - self.last_activity > self.cfg.daemon.idle_timeout_s:
+            if self.warming or (self.embed_worker is not None and self.embed_worker.has_work):
+                # The worker has work (from a step that finds some until a step that finds nothing to embed):
+                # one slice of long texts can outlast a short idle timeout, so the clock starts after it.
+                self.touch()
+            elif time.monotonic() - self.last_activity > self.cfg.daemon.idle_timeout_s:
                 log("daemon", "info", "idle timeout reached; exiting")
                 self.stop.set()
         server.should_exit = True
@@ -338,14 +312,15 @@ def serve(cfg: config.Config | None = None, port: int | None = None, worker: boo
     log("daemon", "info", f"serving on 127.0.0.1:{port} (pid {os.getpid()})")
     threads = [threading.Thread(target=daemon.idle_watch, args=(server,), daemon=True)]
     if worker:
-        threads.append(threading.Thread(target=daemon.worker, daemon=True))
+        threads.append(threading.Thread(target=daemon.worker, name="embed-worker", daemon=True))
     for t in threads:
         t.start()
     try:
         server.run(sockets=[sock])
     finally:
         daemon.stop.set()
-        # The worker thread terminates the embedding child and waits for it: no child outlives us.
+        # The worker stops between two slices (a second or two at most) and gives back its claims; should it
+        # still be in a slice when the wait ends, its claims name this process and are recovered once it exits.
         for t in threads[1:]:
             t.join(timeout=12)
         state.clear_info(os.getpid())

@@ -125,6 +125,14 @@ class BertEmbedder:
         vectors = self.encoder.encode([self.passage_prefix + t for t in texts], batch_size=self.batch_size)
         return vectors.reshape(len(texts), self.dim)
 
+    def embed_passages_concurrent(self, texts: list[str]) -> np.ndarray:
+        """``embed_passages`` without the encoder's lock: for the daemon's low-priority worker thread, whose
+        passes must not make a query wait (BLAS is one thread there, so passes side by side do not oversubscribe)."""
+        vectors = self.encoder.encode(
+            [self.passage_prefix + t for t in texts], batch_size=self.batch_size, exclusive=False
+        )
+        return vectors.reshape(len(texts), self.dim)
+
     def embed_query(self, text: str) -> np.ndarray:
         # Prompts repeat (a retried prompt, the same question in the CLI and MCP): in the long-lived daemon a
         # cached vector saves most of an injection's ~20 ms.

@@ -13,6 +13,7 @@ when present, ``1_Pooling/config.json`` (only mean pooling is supported). ``load
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import mmap
@@ -180,15 +181,19 @@ class BertEncoder:
             ln2_b=w("output.LayerNorm.bias"),
         )
 
-    def encode(self, texts: list[str], batch_size: int = 32) -> np.ndarray:
-        """Unit vectors, one row per text, in input order."""
+    def encode(self, texts: list[str], batch_size: int = 32, *, exclusive: bool = True) -> np.ndarray:
+        """Unit vectors, one row per text, in input order.
+
+        ``exclusive=False`` skips the lock: a forward pass keeps no state between calls, so it is safe beside
+        another, and the daemon's background worker uses it so a query never waits for the worker's pass.
+        """
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
         encodings = self.tokenizer.encode_batch(texts)
         # Similar lengths in one batch waste little on padding (sentence-transformers sorts the same way).
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        with self._lock:
+        with self._lock if exclusive else contextlib.nullcontext():
             for rows in _batches(order, [len(e.ids) for e in encodings], max(1, batch_size)):
                 out[rows] = self._forward([encodings[i].ids for i in rows])
         return out
