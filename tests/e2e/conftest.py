@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -54,6 +55,29 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+@contextmanager
+def serve_stub(tmp_path: Path, script: Path) -> Iterator[tuple[int, Path]]:
+    """The scripted model stand-in on a free port, answering from ``script``; yields (port, request log)."""
+    log = tmp_path / "requests.jsonl"
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(STUB), "--port", str(port), "--script", str(script), "--log", str(log)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    for _ in range(100):
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
+            break
+        except OSError:
+            time.sleep(0.05)
+    try:
+        yield port, log
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
 @pytest.fixture
 def stub(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     script = tmp_path / "script.json"
@@ -77,22 +101,8 @@ def stub(tmp_path: Path) -> Iterator[tuple[int, Path]]:
             }
         )
     )
-    log = tmp_path / "requests.jsonl"
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(STUB), "--port", str(port), "--script", str(script), "--log", str(log)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    yield port, log
-    proc.terminate()
-    proc.wait(timeout=10)
+    with serve_stub(tmp_path, script) as running:
+        yield running
 
 
 def wait_for(predicate, timeout: float = 30.0) -> bool:  # type: ignore[no-untyped-def]

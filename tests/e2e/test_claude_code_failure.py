@@ -5,16 +5,14 @@ from __future__ import annotations
 
 import json
 import os
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from e2e.conftest import STUB, free_port, wait_for
+from e2e.conftest import serve_stub, wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -32,22 +30,8 @@ def failing_stub(tmp_path: Path) -> Iterator[tuple[int, Path]]:
             }
         )
     )
-    log = tmp_path / "requests.jsonl"
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(STUB), "--port", str(port), "--script", str(script), "--log", str(log)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    for _ in range(100):
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.1).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    yield port, log
-    proc.terminate()
-    proc.wait(timeout=10)
+    with serve_stub(tmp_path, script) as running:
+        yield running
 
 
 def test_failed_bash_through_the_real_cli(claude_bin: Path, failing_stub: tuple[int, Path], tmp_path: Path) -> None:
