@@ -58,7 +58,6 @@ def supersede(hits: list[Hit], index: Any, similarity: float) -> list[Hit]:
             if va is None or vb is None or a.event.session_id == b.event.session_id:
                 continue
             if float(va @ vb) >= similarity:
-                older, newer = (a, b) if a.event.ts < b.event.ts else (b, a)
-                older.sources["superseded_by"] = newer.event.id  # type: ignore[assignment]
+                older = a if a.event.ts < b.event.ts else b
                 stale.add(older.event.id)
     return [h for h in hits if h.event.id not in stale]
