@@ -239,8 +239,10 @@ class EventStore(StoreConnection):
         at or before it), keyed by the event's id. Events with no prompt before them are left out."""
         out: dict[str, Event] = {}
         for event in events:
+            # `+type`: keeps the planner on events_session (session, seq); on the (type, seq) index it walks
+            # every earlier prompt of every session (80 ms at 100k events, the hooks' fallback pays it).
             row = self.db.execute(
-                f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ? AND seq <= ? AND type = 'user_prompt' "
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ? AND seq <= ? AND +type = 'user_prompt' "
                 "ORDER BY seq DESC LIMIT 1",
                 (event.session_id, event.seq),
             ).fetchone()
