@@ -152,6 +152,28 @@ def test_env_override(proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert invoke(proj, "config", "get", "injection.max_chars")[1].strip() == "1234"
 
 
+@pytest.mark.parametrize("value", ["[1, 2]", '["a", "b", "c", "d"]', "[1, 2, 3, true]", "0.5"])
+def test_retrieval_weights_of_the_wrong_shape_are_one_line_errors(
+    proj: Path, monkeypatch: pytest.MonkeyPatch, value: str
+) -> None:
+    monkeypatch.setenv("MEMLANE_RETRIEVAL_HYBRID_WEIGHTS", value)
+    result = CliRunner().invoke(cli, ["-C", str(proj), "config", "get", "retrieval.hybrid_weights"])
+    assert result.exit_code == 1
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("Error: environment: retrieval.hybrid_weights: must be a list of 4 numbers, got ")
+
+
+def test_retrieval_weights_take_negative_numbers(proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMLANE_RETRIEVAL_HYBRID_WEIGHTS", "[-5, 4.5, 0, 7]")
+    assert json.loads(invoke(proj, "config", "get", "retrieval.hybrid_weights")[1].replace(",\n]", "\n]")) == [
+        -5.0,
+        4.5,
+        0.0,
+        7.0,
+    ]
+
+
 def test_projects_status_doctor(filled: Path, memlane_home: Path) -> None:
     rows = json.loads(invoke(filled, "projects", "--json")[1])
     assert rows[0]["root"] == str(filled) and rows[0]["id"].startswith("shop-")
