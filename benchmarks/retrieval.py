@@ -51,25 +51,30 @@ def lme_rows(path: Path, split: str, stride: int, cache: Path | None) -> list[li
 
 
 def replay_rows(split: str) -> list[list[str]]:
+    """One row per column of ``coding_replay.py`` (bm25, fts, hybrid: top 5; hook, fallback: injected)."""
     out = subprocess.run(
         [sys.executable, str(HERE / "coding_replay.py"), "--split", split, "--json"],
         capture_output=True,
         text=True,
         check=True,
     ).stdout
-    result: dict[str, Any] = json.loads(out)
+    summary: dict[str, Any] = json.loads(out)["splits"][split]
+    match, nomatch = summary["rows"]["ALL MATCH"], summary["rows"]["ALL NO-MATCH"]
+    name = f"coding replay {split} ({match['n']} match, {nomatch['n']} no-match)"
     rows = []
-    for mode, r in result["modes"].items():
+    for col in summary["columns"]:
+        injected = summary["injection"].get(col, {})
+        injects = col in summary["injection"]
         rows.append(
             [
-                f"coding replay {split} ({result['queries']} q)",
-                mode,
-                _fmt(r.get("match_top5")),
+                name,
+                {"fts": "text", "hook": "hook (daemon)", "fallback": "hook (full-text fallback)"}.get(col, col),
+                "—" if injects else _fmt(match.get(col)),
                 "—",
-                _fmt(r.get("match_injected")),
-                _fmt(r.get("avg_injected"), 2),
-                _fmt(r.get("nomatch_silent")),
-                str(r["stale_injected"]) if r.get("stale_injected") is not None else "—",
+                _fmt(match.get(col)) if injects else "—",
+                _fmt(injected.get("avg_injected"), 2),
+                _fmt(nomatch.get(col)),
+                f"{summary['stale'][col]}/{summary['stale_n']}" if injects else "—",
             ]
         )
     return rows
