@@ -56,6 +56,7 @@ def scripted_turn(n: int) -> dict:  # type: ignore[type-arg]
         },
     }
 
+
 FINAL = "The pool is exhausted after 30 s: connections are not released on timeout (quokka)."
 MEMLANE = [sys.executable, "-m", "memlane"]
 
@@ -137,7 +138,9 @@ def main() -> int:
     git_init(mem)
     total_turns = 2 * (args.rounds + 1)
     script = root / "script.json"
-    script.write_text(json.dumps({"turns": [scripted_turn(n) for n in range(total_turns)], "final": [FINAL]}), encoding="utf-8")
+    script.write_text(
+        json.dumps({"turns": [scripted_turn(n) for n in range(total_turns)], "final": [FINAL]}), encoding="utf-8"
+    )
     port = free_port()
     env = {
         **os.environ,
@@ -158,7 +161,16 @@ def main() -> int:
     hook_cmd = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
 
     stub = subprocess.Popen(
-        [sys.executable, str(STUB), "--port", str(port), "--script", str(script), "--log", str(root / "requests.jsonl")],
+        [
+            sys.executable,
+            str(STUB),
+            "--port",
+            str(port),
+            "--script",
+            str(script),
+            "--log",
+            str(root / "requests.jsonl"),
+        ],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
