@@ -11,7 +11,8 @@ turn per side is not counted; then each round runs one turn per side, the order 
 (bare→mem, mem→bare, …) so drift in machine load falls on both sides alike. The time is the wall time of
 the whole `claude` process. Printed: median and p95 per side, the ratio of medians (issue 20's goal:
 ≤ 1.15×) and of p95s, the difference in ms, and the events memlane stored (expected three per turn: the
-prompt, the Bash observation and the answer); a run whose memlane side captured nothing is INVALID.
+prompt, the Bash observation and the answer, besides session start/end/summary; PostToolUse is an async hook,
+so an observation can be lost when `claude -p` exits first); a run whose memlane side captured nothing is INVALID.
 
 Without --daemon the daemon stays down (MEMLANE_DAEMON_AUTOSTART=false, so SessionStart does not start
 one) and UserPromptSubmit uses the full-text fallback. With --daemon, `memlane daemon start` runs first
@@ -125,6 +126,7 @@ def main() -> int:
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (HOME, projects, store, request log)")
     args = ap.parse_args()
     claude = find_claude(args.claude)
+    load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
     if not shutil.which("node") and not claude.name.endswith(".exe") and claude.suffix != ".exe":
         print("warning: node not on PATH", file=sys.stderr)
     if not STUB.exists():
@@ -253,7 +255,7 @@ def main() -> int:
     expected = {"user_prompt": turns, "tool_observation": turns, "agent_response": turns}
     stored = sum(counts.values())
     print(f"\nclaude {claude}; hooks: {hook_cmd}; daemon: {'up' if args.daemon else 'down (no autostart)'}")
-    print(f"{args.rounds} paired turns (+1 warm-up each), load average now {load}")
+    print(f"{args.rounds} paired turns (+1 warm-up each), load average at start {load_start}, at end {load}")
     print(f"{'side':<16}{'median s':>10}{'p95 s':>9}{'min s':>9}{'max s':>9}")
     for side, label in (("bare", "without memlane"), ("mem", "with memlane")):
         v = times[side]
@@ -267,6 +269,11 @@ def main() -> int:
         print(
             f"ratio with/without: median {ratio:.3f}x (goal ≤ 1.15x){flag}, p95 "
             f"{pct(times['mem'], 0.95) / pct(times['bare'], 0.95):.3f}x; +{(m_mem - m_bare) * 1000:.0f} ms per turn"
+        )
+        diffs = [m - b for m, b in zip(times["mem"], times["bare"], strict=True)]
+        print(
+            f"paired (same round) difference: median +{statistics.median(diffs) * 1000:.0f} ms, "
+            f"p95 +{pct(diffs, 0.95) * 1000:.0f} ms"
         )
     print(f"memlane stored {stored} event(s) from {turns} turn(s): {json.dumps(counts, sort_keys=True)}")
     if args.daemon:
