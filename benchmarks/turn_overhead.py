@@ -282,12 +282,12 @@ def main() -> int:
         flag = "" if ratio <= 1.15 else "  OVER"
         print(
             f"ratio with/without: median {ratio:.3f}x (goal ≤ 1.15x){flag}, p95 "
-            f"{pct(times['mem'], 0.95) / pct(times['bare'], 0.95):.3f}x; +{(m_mem - m_bare) * 1000:.0f} ms per turn"
+            f"{pct(times['mem'], 0.95) / pct(times['bare'], 0.95):.3f}x; {(m_mem - m_bare) * 1000:+.0f} ms per turn"
         )
         diffs = [m - b for m, b in zip(times["mem"], times["bare"], strict=True)]
         print(
-            f"paired (same round) difference: median +{statistics.median(diffs) * 1000:.0f} ms, "
-            f"p95 +{pct(diffs, 0.95) * 1000:.0f} ms"
+            f"paired (same round) difference: median {statistics.median(diffs) * 1000:+.0f} ms, "
+            f"p95 {pct(diffs, 0.95) * 1000:+.0f} ms"
         )
     print(f"memlane stored {stored} event(s) from {turns} turn(s): {json.dumps(counts, sort_keys=True)}")
     if args.daemon:
