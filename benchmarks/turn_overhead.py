@@ -134,8 +134,6 @@ def main() -> int:
     args = ap.parse_args()
     claude = find_claude(args.claude)
     load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    if not shutil.which("node") and not claude.name.endswith(".exe") and claude.suffix != ".exe":
-        print("warning: node not on PATH", file=sys.stderr)
     if not STUB.exists():
         raise SystemExit(f"stub model server not found at {STUB} (set CLAUDE_CODE_STUB)")
 
