@@ -131,6 +131,38 @@ def test_hook_client_uses_daemon_and_falls_back_when_down(daemon: dict, hook, pr
     assert "[mem:" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
 
 
+def test_hook_asks_before_storing_and_never_gets_its_own_prompt_back(daemon: dict, hook, proj: Path) -> None:  # type: ignore[no-untyped-def, type-arg]
+    """The hook sends the prompt to the daemon before it writes the prompt event (the two overlap): the daemon
+    drops the prompt's own event by its dedupe key, looked up after the search, whichever finished first."""
+    from memlane import project
+    from memlane.capture import events as build
+    from memlane.config import Config
+    from memlane.store.db import Store
+
+    hook("UserPromptSubmit", payload("02-UserPromptSubmit.json", prompt="the connection pool times out under load"))
+    ask = payload("02-UserPromptSubmit.json", prompt_id="n2", prompt="connection pool times out under load again")
+    out = json.loads(hook("UserPromptSubmit", ask))["hookSpecificOutput"]["additionalContext"]
+    memories = [line for line in out.splitlines() if line.startswith("- [mem:")]
+    assert any("the connection pool times out under load" in line for line in memories), out
+    assert not any("under load again" in line for line in memories), out
+
+    # The route itself, with both prompt events already written (the search sees them): excluded by key alone.
+    def memory_lines(body: dict) -> list[str]:  # type: ignore[type-arg]
+        status, found = request(daemon["port"], "/api/inject", token=state.read_token(), body=body)
+        assert status == 200, found
+        return [line for line in found["context"].splitlines() if line.startswith("- [mem:")]
+
+    body = {"cwd": str(proj), "prompt": ask["prompt"], "session_id": ask["session_id"]}
+    assert any("under load again" in line for line in memory_lines(body))
+    keys = [build.BUILDERS["UserPromptSubmit"]({**ask, "cwd": str(proj)}, Config())[0].key()]
+    with Store(project.identify(str(proj)).db_file, project.identify(str(proj)).id) as store:
+        assert store.ids_by_dedupe_keys(keys)  # the hook stored it under the key it sent
+    lines = memory_lines({**body, "exclude_keys": keys})
+    assert lines and not any("under load again" in line for line in lines)
+    status, found = request(daemon["port"], "/api/inject", token=state.read_token(), body={**body, "exclude_keys": "x"})
+    assert status == 400 and "exclude_keys" in json.dumps(found)
+
+
 def test_cli_status_and_stop(daemon: dict, proj: Path) -> None:  # type: ignore[type-arg]
     from click.testing import CliRunner
 

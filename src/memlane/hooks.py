@@ -175,50 +175,81 @@ def _learn_preferences(store: Store, proj: project.Project, cfg: config.Config, 
         log("hooks", "warning", f"preference not learned: {exc!r}")
 
 
-def prompt_context(
-    store: Store, proj: project.Project, payload: dict[str, Any], cfg: config.Config, exclude_ids: list[str]
-) -> str:
-    """Hybrid retrieval from the daemon within its deadline; full-text in-process when it cannot answer."""
-    # Only the head and tail of a huge prompt are used for recall: send no more than that to the daemon.
-    prompt = inject.query_of(str(payload.get("prompt") or ""))
+class _DaemonAsk:
+    """A UserPromptSubmit's question to the daemon, sent before the prompt is stored.
+
+    The daemon embeds the prompt (most of its answer's cost) while this process writes the prompt event, so the
+    two overlap on a 2-core machine instead of adding up. The prompt's own event is excluded by its dedupe key:
+    the daemon looks the key up after its search, so whichever of the write and the search comes first, the
+    prompt never comes back as its own memory.
+    """
+
+    def __init__(self, body: dict[str, Any], deadline_ms: int) -> None:
+        import threading
+
+        from memlane.daemon import client
+
+        self.started = time.monotonic()
+        self.deadline_s = deadline_ms / 1000
+        self.answers: list[dict[str, Any] | None] = []
+        self.thread = threading.Thread(
+            target=lambda: self.answers.append(client.call("/api/inject", body, deadline_ms)), daemon=True
+        )
+        self.thread.start()
+
+    def wait(self, share: float) -> dict[str, Any] | bool | None:
+        """The answer (None: the daemon failed), or False while it is still out after ``share`` of the deadline."""
+        self.thread.join(max(0.0, self.deadline_s * share - (time.monotonic() - self.started)))
+        return self.answers[0] if self.answers else False
+
+
+def ask_daemon(
+    proj: project.Project, payload: dict[str, Any], cfg: config.Config, keys: list[str]
+) -> _DaemonAsk | None:
+    """Start the daemon's answer for a prompt now, if a daemon is up; None sends the hook to full-text search."""
     from memlane.daemon import state
 
     if not state.read_info():
+        return None
+    body = {
+        "cwd": proj.root_str,
+        "prompt": inject.query_of(str(payload.get("prompt") or "")),  # a pasted log: only its head and tail
+        "exclude_keys": keys,
+        "session_id": payload.get("session_id"),
+        "working_directory": payload.get("cwd"),
+    }
+    return _DaemonAsk(body, cfg.daemon.hook_deadline_ms)
+
+
+def prompt_context(
+    store: Store,
+    proj: project.Project,
+    payload: dict[str, Any],
+    cfg: config.Config,
+    exclude_ids: list[str],
+    asked: _DaemonAsk | None = None,
+) -> str:
+    """Hybrid retrieval from the daemon within its deadline; full-text in-process when it cannot answer."""
+    prompt = inject.query_of(str(payload.get("prompt") or ""))
+
+    def fallback() -> str:
         return inject.prompt_context(store, prompt, cfg, exclude_ids, _context(proj, payload, cfg, store))
-    import threading
 
-    from memlane.daemon import client
-
+    if asked is None:
+        return fallback()
     # A warm daemon usually answers in a fraction of its deadline, so it gets that fraction alone (a full-text
     # search beside it would take CPU from it on a 2-core machine). If it has not answered by then, the
     # full-text answer is built while it still may: a missed deadline costs the deadline, not the deadline
     # plus a fallback started from scratch.
-    answers: list[dict[str, Any] | None] = []
-    body = {
-        "cwd": proj.root_str,
-        "prompt": prompt,
-        "exclude_ids": exclude_ids,
-        "session_id": payload.get("session_id"),
-        "working_directory": payload.get("cwd"),
-    }
-    deadline_s = cfg.daemon.hook_deadline_ms / 1000
-    started = time.monotonic()
-    asking = threading.Thread(
-        target=lambda: answers.append(client.call("/api/inject", body, cfg.daemon.hook_deadline_ms)), daemon=True
-    )
-    asking.start()
-    asking.join(deadline_s * ALONE_SHARE)
-    fallback = None
-    if not answers:
-        fallback = inject.prompt_context(store, prompt, cfg, exclude_ids, _context(proj, payload, cfg, store))
-        asking.join(max(0.0, deadline_s - (time.monotonic() - started)))
-    answer = answers[0] if answers else None
-    if answer is not None and isinstance(answer.get("context"), str):
+    answer = asked.wait(ALONE_SHARE)
+    text = None
+    if answer is False:
+        text = fallback()
+        answer = asked.wait(1.0)
+    if isinstance(answer, dict) and isinstance(answer.get("context"), str):
         return str(answer["context"])
-    if fallback is None:  # the daemon answered in time, but not with a context
-        fallback = inject.prompt_context(store, prompt, cfg, exclude_ids, _context(proj, payload, cfg, store))
     log("hooks", "debug", "daemon did not answer in time; full-text fallback")
-    return fallback
+    return text if text is not None else fallback()
 
 
 def _context(proj: project.Project, payload: dict[str, Any], cfg: config.Config, store: Store) -> PromptContext | None:
@@ -280,6 +311,9 @@ def handle(event: str, raw: bytes) -> str:
         log("hooks", "warning", f"cannot register project {proj.id}: {exc}")
     batch = build.BUILDERS[event](payload, cfg) if cfg.capture.enabled else []
     batch = own.drop_own(event, payload, batch)  # memlane's own commands are not memories
+    asked = None
+    if event == "UserPromptSubmit" and cfg.injection.enabled:
+        asked = ask_daemon(proj, payload, cfg, [e.key() for e in batch])
     store, ids = store_events(proj, cfg, batch)
     if store is None:
         return ""
@@ -297,7 +331,7 @@ def handle(event: str, raw: bytes) -> str:
         if event not in INJECTING or not cfg.injection.enabled:
             return ""
         if event == "UserPromptSubmit":
-            context = prompt_context(store, proj, payload, cfg, ids)
+            context = prompt_context(store, proj, payload, cfg, ids, asked)
         else:
             _autostart(cfg)
             context = inject.session_start_context(

@@ -23,12 +23,16 @@ MAX_SENTENCES = 16  # a prompt with more is mostly pasted text; the windows stil
 MAX_CHARS = 600  # a longer "sentence" is a paste too, and the windows cover it
 
 _BREAK = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])\s*|\n+")  # CJK full stops need no space after them
-_IDEOGRAPHS = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")  # kana and Han: written without spaces
+_ideographs: list[re.Pattern[str]] = []  # kana and Han, written without spaces; compiled on first use (~2 ms)
 
 
 def _words(text: str) -> int:
     """About how many words: spaced words, plus one per two kana or Han characters."""
-    return len(text.split()) + len(_IDEOGRAPHS.findall(text)) // 2
+    if not text or max(text) < "\u3040":
+        return len(text.split())
+    if not _ideographs:
+        _ideographs.append(re.compile(r"[\u3040-\u30ff\u3400-\u9fff]"))
+    return len(text.split()) + len(_ideographs[0].findall(text)) // 2
 
 
 def sentences(text: str) -> list[str]:

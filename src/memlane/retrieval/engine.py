@@ -11,6 +11,7 @@ detached, for the next call, and this one is answered in-process.
 from __future__ import annotations
 
 import threading
+from collections.abc import Sequence
 from typing import Any
 
 from memlane import config
@@ -115,8 +116,14 @@ class Engine:
                 hits.append(Hit(event, float(row["score"]), dict(row.get("sources") or {}), str(row["confidence"])))
         return hits
 
-    def relevant(self, memory: Memory, prompt: str, exclude_ids: list[str] | None = None) -> list[Hit]:
-        """Memories worth injecting for a prompt: above the inject threshold, at most max_results."""
+    def relevant(
+        self, memory: Memory, prompt: str, exclude_ids: list[str] | None = None, exclude_keys: Sequence[str] = ()
+    ) -> list[Hit]:
+        """Memories worth injecting for a prompt: above the inject threshold, at most max_results.
+
+        ``exclude_keys`` are dedupe keys of events that may be written while this runs (a hook asks before it
+        stores the prompt): they are looked up after the search, so an event the search saw is always found.
+        """
         cfg = memory.config
         if len(prompt.strip()) < cfg.injection.min_prompt_chars:
             return []
@@ -124,8 +131,11 @@ class Engine:
             # Without vectors: the text-only model and the same gate, as the hooks' fallback uses.
             from memlane.capture.inject import prompt_hits
 
-            return prompt_hits(memory.store, prompt, cfg, exclude_ids or [])
+            return prompt_hits(memory.store, prompt, cfg, exclude_ids or [], exclude_keys)
+        from memlane.capture.inject import without_keys
+
         hits = self.search(memory, prompt, limit=cfg.injection.max_results * 3, exclude_ids=exclude_ids or [])
+        hits = without_keys(memory.store, hits, exclude_keys)
         if cfg.retrieval.cross_project:
             hits.extend(self._other_projects(memory, prompt, cfg.injection.max_results))
             hits.sort(key=lambda h: -h.score)
@@ -145,4 +155,3 @@ class Engine:
             except Exception as exc:  # noqa: BLE001 - one broken store must not break injection
                 log("retrieval", "warning", f"cross-project search skipped {entry.get('id')}: {exc!r}")
         return hits
-

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 from memlane.retrieval import scoring, when
 from memlane.store.db import Event, Store, parse_query
+from memlane.store.keys import cjk_count
 
 _pool: list[Any] = []
 
@@ -89,13 +90,10 @@ def coverage(event: Event, terms: list[list[str]], grams: list[str], weights: li
     return (got / total if total else 0.0), matched
 
 
-_CJK = re.compile(r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
-
-
 def mostly_cjk(text: str) -> bool:
     """Korean, Chinese or Japanese make up most of the letters (identifiers and English words aside)."""
     letters = sum(1 for ch in text if ch.isalpha())
-    return letters > 0 and len(_CJK.findall(text)) >= 0.5 * letters
+    return letters > 0 and cjk_count(text) >= 0.5 * letters
 
 
 class _Candidate(NamedTuple):

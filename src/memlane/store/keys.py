@@ -30,7 +30,8 @@ MAX_KEY_LENGTH = 200
 _PUNCT = re.compile(r"[^\w\s]|_", re.UNICODE)
 _SPACE = re.compile(r"\s+")
 # Hangul, Hiragana/Katakana, CJK ideographs (+ extension A), Hangul Jamo, halfwidth forms. Compiled on
-# first use: this character class takes ~3 ms to compile, and most text never needs it.
+# first use: this character class takes 3–11 ms to compile (a hook's whole budget is ~45 ms), and most text
+# never needs it.
 _CJK_PATTERN = r"[\u1100-\u11ff\u3040-\u30ff\u3130-\u318f\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff66-\uff9f]"
 _cjk: list[re.Pattern[str]] = []
 _B36 = "0123456789abcdefghijklmnopqrstuvwxyz"
@@ -68,12 +69,23 @@ def dedupe_key(session_id: str, event_type: str, turn: str, content: str) -> str
     return f"{session_id}:{event_type}:{turn}:{content_hash(content)}"
 
 
+def _cjk_re() -> re.Pattern[str]:
+    if not _cjk:
+        _cjk.append(re.compile(_CJK_PATTERN))
+    return _cjk[0]
+
+
 def has_cjk(text: str) -> bool:
     if not text or max(text) < "\u1100":  # C-speed scan: Latin-only text never compiles the pattern
         return False
-    if not _cjk:
-        _cjk.append(re.compile(_CJK_PATTERN))
-    return _cjk[0].search(text) is not None
+    return _cjk_re().search(text) is not None
+
+
+def cjk_count(text: str) -> int:
+    """How many Hangul, kana and CJK ideograph characters ``text`` holds (0 without compiling for Latin text)."""
+    if not text or max(text) < "\u1100":
+        return 0
+    return len(_cjk_re().findall(text))
 
 
 def _b36(number: int, width: int) -> str:
