@@ -47,12 +47,20 @@ def mcp_group(
     """Run memlane's MCP server (stdio by default), or manage client configs: `memlane mcp install --help`."""
     if ctx.invoked_subcommand is not None:
         return
-    from memlane.mcp import server
-
     default = _default_project(ctx, project)
     if default is not None and not os.path.isdir(default):
         raise click.BadParameter(f"'{default}' is not a directory", param_hint="--project")
-    server.run(transport, port=port, default_project=default, semantic=not text_only, auth=not no_auth)
+    engine = None
+    if not text_only:
+        from memlane import config
+        from memlane.retrieval.engine import Engine
+
+        # Started before the MCP SDK is imported (~0.3 s), so the daemon or model loads while it does.
+        engine = Engine(config.load(), via_daemon=True)
+        engine.warm_in_background(default or os.getcwd())
+    from memlane.mcp import server
+
+    server.run(transport, port=port, default_project=default, semantic=not text_only, auth=not no_auth, engine=engine)
 
 
 def _show(change: mcp_install.Change, dry_run: bool) -> None:

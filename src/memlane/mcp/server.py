@@ -8,6 +8,7 @@ declares the tools' schemas and descriptions and turns input errors into MCP too
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Callable
 from typing import Annotated, Any
@@ -236,9 +237,16 @@ def run(
     default_project: str | None = None,
     semantic: bool = True,
     auth: bool = True,
+    engine: Any = None,
 ) -> None:
     """Serve until the client goes away (stdio) or the process is stopped (HTTP, 127.0.0.1 only)."""
-    server = build_server(default_project=default_project, semantic=semantic)
+    cfg = engine.cfg if engine is not None else config.load()
+    if engine is None and semantic:
+        from memlane.retrieval.engine import Engine
+
+        engine = Engine(cfg, via_daemon=True)  # the daemon's warm model, not a load per Claude Code session
+        engine.warm_in_background(default_project or os.getcwd())
+    server = build_server(cfg, default_project=default_project, semantic=semantic, engine=engine)
     if transport == "stdio":
         from memlane.mcp.guard import run_stdio
 

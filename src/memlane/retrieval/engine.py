@@ -11,6 +11,7 @@ detached, for the next call, and this one is answered in-process.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -24,6 +25,9 @@ if TYPE_CHECKING:
     # Memory owns the engine (Memory.search makes one); the engine only takes a Memory as an argument,
     # so importing memory.py at run time would close a circle.
     from memlane.memory import Memory
+
+
+SPAWN_WAIT_S = 8.0  # how long a search waits for a daemon its engine started (a cold daemon is up in ~1-3 s)
 
 
 def _progress(message: str) -> None:
@@ -45,6 +49,7 @@ class Engine:
         self._indexes: dict[str, Any] = {}
         self._lock = threading.Lock()
         self.model_error: str | None = None
+        self._spawned = 0.0  # when this engine started a daemon (monotonic), so a search can wait for it
 
     @property
     def embedder(self) -> Any:
@@ -76,6 +81,54 @@ class Engine:
                 self._indexes[project_id] = VectorIndex(project_id, embedder.version, embedder.dim, self.cfg.vectors)
             return self._indexes[project_id]
 
+    def warm(self, project_id: str | None) -> None:
+        """Get ready for a first search that has not come yet (the MCP server calls this as it starts).
+
+        With the daemon: start it if it is down (and autostart is on), so the session's first search finds one
+        warm model. Without one: load the model and open the index here, in the background, so the first
+        search does not wait for them.
+        """
+        if not self.vectors:
+            return
+        if self.via_daemon:
+            from memlane.daemon import state
+
+            if state.read_info():
+                return
+            if self.cfg.daemon.autostart:
+                self._start_daemon()
+                return
+        index = self.index(project_id) if project_id else None
+        if index is not None:
+            index.table()
+        embedder = self.embedder
+        if embedder is not None:
+            embedder.embed_query("warm up")  # the first pass allocates what later ones reuse
+
+    def warm_in_background(self, project_dir: str) -> None:
+        """``warm`` on a thread, for the project of ``project_dir``; a failure only leaves the first search slower."""
+
+        def run() -> None:
+            try:
+                import os
+
+                from memlane import project
+
+                self.warm(project.identify(os.path.realpath(project_dir)).id)
+            except Exception as exc:  # noqa: BLE001 - a warm-up is an extra; the search path reports real errors
+                log("retrieval", "warning", f"warm-up skipped: {exc!r}")
+
+        threading.Thread(target=run, name="memlane-warm", daemon=True).start()
+
+    def _start_daemon(self) -> None:
+        from memlane.daemon import spawn
+
+        try:
+            if spawn.start_detached():
+                self._spawned = time.monotonic()
+        except OSError as exc:
+            log("retrieval", "warning", f"could not start the daemon: {exc!r}")
+
     def retriever(self, memory: Memory) -> Retriever:
         index = self.index(memory.project.id) if self.vectors else None
         return Retriever(memory.store, memory.config, self.embedder if index is not None else None, index)
@@ -92,14 +145,9 @@ class Engine:
         """The daemon's answer, with events read from our own store; None when the daemon is down or failed."""
         from memlane.daemon import client, state
 
-        if not state.read_info():
+        if not state.read_info() and not self._daemon_coming():
             if self.cfg.daemon.autostart:
-                from memlane.daemon import spawn
-
-                try:
-                    spawn.start_detached()  # warm for the next command; this one does not wait for it
-                except OSError as exc:
-                    log("retrieval", "warning", f"could not start the daemon: {exc!r}")
+                self._start_daemon()  # warm for the next command; this one does not wait for it
             return None
         body = {"project_id": memory.project.id, "query": query, **{k: v for k, v in filters.items() if v}}
         if "types" in body:
@@ -115,6 +163,19 @@ class Engine:
             if event is not None:  # forgotten since the daemon read it
                 hits.append(Hit(event, float(row["score"]), dict(row.get("sources") or {}), str(row["confidence"])))
         return hits
+
+    def _daemon_coming(self) -> bool:
+        """True once a daemon this engine started a moment ago is up (waiting up to SPAWN_WAIT_S for it): its
+        model loads in well under a second, cheaper than a second model loaded here."""
+        from memlane.daemon import state
+
+        if not self._spawned or time.monotonic() - self._spawned > SPAWN_WAIT_S:
+            return False
+        while time.monotonic() - self._spawned < SPAWN_WAIT_S:
+            if state.read_info():
+                return True
+            time.sleep(0.05)
+        return False
 
     def relevant(
         self, memory: Memory, prompt: str, exclude_ids: list[str] | None = None, exclude_keys: Sequence[str] = ()
