@@ -188,6 +188,45 @@ def test_document_counts_are_cached_until_the_store_grows(store: Store) -> None:
     assert any("later" in e.content for e, _ in store.fts("zebrafinch later", limit=5))
 
 
+def test_document_counts_outlive_the_process_but_never_keep_foreign_words(store: Store, tmp_path: Path) -> None:
+    """Every hook is a new process: counts are kept in the store (only of words it indexes: a query's secret
+    is not one), reused by the next opener, and dropped when events are forgotten."""
+    from memlane.store import fulltext as store_fulltext
+
+    store.append([ev(f"zebrafinch pool note {i}", turn=f"t{i}") for i in range(100)])
+    assert store.doc_freqs(["zebrafinch", "pool", "hunter2secret"]) == {"zebrafinch": 100, "pool": 100}
+    kept = dict(store.db.execute("SELECT term, doc FROM term_counts").fetchall())
+    assert kept == {"zebrafinch": 100, "pool": 100}
+    store_fulltext._DF_CACHE.clear()  # a new process: nothing in memory
+    store.db.execute("UPDATE term_counts SET doc = 77 WHERE term = 'pool'")  # proves the table is what is read
+    with Store(store.file, store.project_id) as other:
+        assert other.doc_freqs(["pool"]) == {"pool": 77}
+    store_fulltext._DF_CACHE.clear()
+    store.append([ev(f"pool later {i}", turn=f"v{i}") for i in range(200)])  # grown too much: recounted
+    assert store.doc_freqs(["pool"]) == {"pool": 300}
+    assert store.db.execute("SELECT doc FROM term_counts WHERE term = 'pool'").fetchone() == (300,)
+    first = store.history(limit=1, oldest_first=True)[0]
+    store.forget([(first.id, first.type)], "event", first.id)
+    assert store.db.execute("SELECT COUNT(*) FROM term_counts").fetchone() == (0,)
+
+
+def test_a_busy_store_answers_counts_without_waiting_or_keeping_them(store: Store) -> None:
+    from memlane.store import fulltext as store_fulltext
+
+    store.append([ev(f"zebrafinch pool note {i}", turn=f"t{i}") for i in range(10)])
+    store_fulltext._DF_CACHE.clear()
+    with Store(store.file, store.project_id, busy_timeout_ms=5000) as reader:
+        blocker = sqlite3.connect(store.file, isolation_level=None)
+        blocker.execute("BEGIN IMMEDIATE")  # another process is writing
+        try:
+            assert reader.doc_freqs(["zebrafinch"]) == {"zebrafinch": 10}
+        finally:
+            blocker.execute("ROLLBACK")
+            blocker.close()
+        assert reader.db.execute("PRAGMA busy_timeout").fetchone() == (5000,)
+    assert store.db.execute("SELECT COUNT(*) FROM term_counts").fetchone() == (0,)
+
+
 def test_broad_matches_are_bounded_and_unknown_words_do_not_hide_known_ones(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:

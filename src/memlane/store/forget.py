@@ -60,6 +60,7 @@ class ForgetStore(EventStore):
                 db.execute(f"DELETE FROM events WHERE id IN ({marks})", chunk)
             for sid in sessions:
                 self._recount_session(db, sid)
+            db.execute("DELETE FROM term_counts")  # words of the purged events may be among them; recounted later
             db.execute(
                 "INSERT INTO tombstones (ts, scope, selector, event_count, detail) VALUES (?,?,?,?,?)",
                 (keys.now_iso(), scope, selector, len(ids), json.dumps({"types": types, "ids": ids[:1000]})),
@@ -112,6 +113,7 @@ class ForgetStore(EventStore):
                     " next_attempt_at = NULL, error = NULL, updated_at = excluded.updated_at",
                     (event_id, now, now),
                 )
+            db.execute("DELETE FROM term_counts")  # the redacted words may be among them; recounted later
             ids = [u[0] for u in updates]
             db.execute(
                 "INSERT INTO tombstones (ts, scope, selector, event_count, detail) VALUES (?,?,?,?,?)",

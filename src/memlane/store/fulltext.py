@@ -88,6 +88,13 @@ _PLAIN_WORD = re.compile(r"[a-z0-9]+")
 _DF_STALE = 0.05  # document counts are reused until the store has grown by 5%
 _DF_CACHE_MAX = 50_000
 _DF_CACHE: dict[tuple[str, str], tuple[int, int]] = {}  # (db file, term) → (document count, store size then)
+
+
+def _fresh(then: int, size: int) -> bool:
+    """A count taken at store size ``then`` still serves at ``size`` (IDF hardly moves within 5%)."""
+    return then <= size <= then * (1 + _DF_STALE) + 100
+
+
 _CHUNK_STRIP = "\"'`()[]{}<>,;:!?."
 _CHUNK = re.compile(r"\S+")
 
@@ -107,28 +114,58 @@ class FullTextStore(EventStore):
 
         The word index counts a term's documents by walking its whole postings list (~7 ms for a word in
         30% of 1M events), and a search needs the counts twice (choosing what to match, weighting
-        matches), so counts are cached per database while it grows by less than ``_DF_STALE``.
+        matches), so counts are reused while the store grows by less than ``_DF_STALE``: in this process
+        from memory, across processes (every hook is a new one) from the ``term_counts`` table.
         """
         size = self.size_estimate()
         out: dict[str, int] = {}
         missing = []
         for term in set(terms):
             cached = _DF_CACHE.get((self.file, term))
-            if cached is not None and cached[1] <= size <= cached[1] * (1 + _DF_STALE) + 100:
+            if cached is not None and _fresh(cached[1], size):
                 if cached[0]:
                     out[term] = cached[0]
             else:
                 missing.append(term)
-        if missing:
-            marks = ",".join("?" * len(missing))
-            found = dict(self.db.execute(f"SELECT term, doc FROM events_vocab WHERE term IN ({marks})", missing))
-            if len(_DF_CACHE) > _DF_CACHE_MAX:
-                _DF_CACHE.clear()
-            for term in missing:
-                _DF_CACHE[(self.file, term)] = (int(found.get(term, 0)), size)
-                if found.get(term):
-                    out[term] = int(found[term])
+        if not missing:
+            return out
+        if len(_DF_CACHE) > _DF_CACHE_MAX:
+            _DF_CACHE.clear()
+        marks = ",".join("?" * len(missing))
+        kept = self.db.execute(f"SELECT term, doc, size FROM term_counts WHERE term IN ({marks})", missing).fetchall()
+        for term, doc, then in kept:
+            if _fresh(then, size):
+                _DF_CACHE[(self.file, term)] = (int(doc), int(then))
+                missing.remove(term)
+                if doc:
+                    out[term] = int(doc)
+        if not missing:
+            return out
+        marks = ",".join("?" * len(missing))
+        found = dict(self.db.execute(f"SELECT term, doc FROM events_vocab WHERE term IN ({marks})", missing))
+        for term in missing:
+            _DF_CACHE[(self.file, term)] = (int(found.get(term, 0)), size)
+            if found.get(term):
+                out[term] = int(found[term])
+        # Only words the index holds: a query's other words (a secret pasted into a prompt is one) never
+        # reach disk here.
+        self._keep_counts([(term, int(found[term]), size) for term in missing if found.get(term)])
         return out
+
+    def _keep_counts(self, rows: list[tuple[str, int, int]]) -> None:
+        """Save counts for the next process, if the store can be written at once: it is only a cache, so a
+        busy or read-only store costs nothing (busy timeout 0 for this one write)."""
+        if not rows or self.db.in_transaction or self.ephemeral:
+            return
+        timeout = self.db.execute("PRAGMA busy_timeout").fetchone()[0]
+        try:
+            self.db.execute("PRAGMA busy_timeout = 0")
+            with self.write() as db:
+                db.executemany("INSERT OR REPLACE INTO term_counts (term, doc, size) VALUES (?, ?, ?)", rows)
+        except sqlite3.Error:
+            pass
+        finally:
+            self.db.execute(f"PRAGMA busy_timeout = {int(timeout)}")
 
     # ---- full-text -----------------------------------------------------------------------------
 
