@@ -313,7 +313,8 @@ def main() -> int:
         valid = False
         print("INVALID: memlane captured nothing (hooks did not fire or did not store)")
     elif missing:
-        print(f"warning: fewer events than expected (want per type {turns}): {missing}")
+        got = {k: f"{counts.get(k, 0)} of {v}" for k, v in missing.items()}
+        print(f"warning: fewer events than expected (want per type {turns}): {got}")
     return 0 if valid else 1
 
 
