@@ -172,6 +172,30 @@ def test_recovered_calls_are_privacy_filtered(hook: Hook, proj: Path, tmp_path: 
         assert b"abcdefghijklmnopqrstuvwxyz012345" not in data and b"platypus" not in data
 
 
+def test_locked_store_spools_the_recovered_calls_then_stores_them_once(
+    hook: Hook, proj: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stop cannot write (another process holds the lock): its catch-up is spooled with its answer, like any
+    hook's events, filtered already; the next hook ingests it, and the late live hook adds nothing."""
+    import sqlite3
+
+    from memlane import paths
+
+    monkeypatch.setenv("MEMLANE_STORE_HOOK_BUSY_TIMEOUT_MS", "50")
+    hook("SessionStart", fixture("Stop-2.json", hook_event_name="SessionStart", source="startup"))
+    locker = sqlite3.connect(project.identify(proj).db_path, isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")
+    hook("Stop", stop(2, transcript(tmp_path, 2)))
+    (spooled,) = paths.spool_dir().glob("*.json")
+    assert "catchup-okapi" in spooled.read_text()
+    locker.execute("ROLLBACK")
+    locker.close()
+    hook("PostToolUseFailure", fixture("PostToolUseFailure.json"))  # drains the spool, then stores its own
+    assert not list(paths.spool_dir().glob("*.json"))
+    (failed,) = tools(proj)
+    assert failed.metadata["tool_use_id"] == FAILURE_ID
+
+
 @pytest.mark.parametrize("kind", ["missing", "directory", "garbage"])
 def test_stop_without_a_usable_transcript_fails_open(
     hook: Hook, proj: Path, tmp_path: Path, memlane_home: Path, kind: str
