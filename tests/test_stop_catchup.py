@@ -196,6 +196,30 @@ def test_locked_store_spools_the_recovered_calls_then_stores_them_once(
     assert failed.metadata["tool_use_id"] == FAILURE_ID
 
 
+def test_a_prompt_that_is_not_plain_text_still_bounds_the_turn(hook: Hook, proj: Path, tmp_path: Path) -> None:
+    """Turn 2's prompt given with an image: it is not a plain-text prompt line, so the scan stops at the first
+    line of an earlier prompt (turn 1's tool result), and turn 1's call is not read again."""
+
+    def with_image(text: str) -> str:
+        lines = text.split("\n")
+        i = next(n for n, line in enumerate(lines) if '"promptId":"bf5abe03' in line)
+        line = json.loads(lines[i])
+        image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": "iVBORw0KGgo="}}
+        line["message"]["content"] = [{"type": "text", "text": line["message"]["content"]}, image]
+        lines[i] = json.dumps(line)
+        return "\n".join(lines)
+
+    from memlane.capture import catchup
+
+    path = transcript(tmp_path, 2, with_image)
+    calls, _ = catchup.turn_calls(str(path), prompt_id=stop(2, path)["prompt_id"])
+    assert [fields["tool_use_id"] for _, fields in calls] == [FAILURE_ID]
+    calls, _ = catchup.turn_calls(str(path))  # without a prompt_id: back to turn 1's plain prompt
+    assert [fields["tool_use_id"] for _, fields in calls] == [SUCCESS_ID, FAILURE_ID]
+    hook("Stop", stop(2, path))
+    assert [e.metadata["tool_use_id"] for e in tools(proj)] == [FAILURE_ID]
+
+
 @pytest.mark.parametrize("kind", ["missing", "directory", "garbage"])
 def test_stop_without_a_usable_transcript_fails_open(
     hook: Hook, proj: Path, tmp_path: Path, memlane_home: Path, kind: str

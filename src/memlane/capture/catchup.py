@@ -60,9 +60,11 @@ def result_payload(line: dict[str, Any], block: dict[str, Any], structured: bool
 class _Scan:
     """Reads the last turn's conversation lines from the end of a transcript."""
 
-    def __init__(self, path: str, limit: int) -> None:
+    def __init__(self, path: str, limit: int, prompt_id: str | None = None) -> None:
         self.path = path
         self.limit = limit
+        self.prompt_id = prompt_id
+        self.seen_prompt_id = False  # a line of this turn carried the Stop's prompt_id: the ids agree
         self.truncated = False
 
     def turn(self) -> list[dict[str, Any]]:
@@ -91,9 +93,9 @@ class _Scan:
                     if self._take(raw, found):
                         return found[::-1]
 
-    @staticmethod
-    def _take(raw: bytes, found: list[dict[str, Any]]) -> bool:
-        """Add ``raw`` to ``found`` when it matters; True when it is the prompt that opened the turn."""
+    def _take(self, raw: bytes, found: list[dict[str, Any]]) -> bool:
+        """Add ``raw`` to ``found`` when it matters; True when it is the prompt that opened the turn, or a
+        line of an earlier turn (its ``promptId`` is another: the prompt was not plain text, e.g. an image)."""
         if _TOOL not in raw and _USER not in raw:
             return False
         try:
@@ -104,15 +106,23 @@ class _Scan:
             return False
         if transcript.is_user_prompt(line):
             return True
+        other = line.get("promptId")
+        if line.get("type") == "user" and self.prompt_id and isinstance(other, str):
+            if other == self.prompt_id:
+                self.seen_prompt_id = True
+            elif self.seen_prompt_id:
+                return True
         found.append(line)
         return False
 
 
-def turn_calls(path: str, limit: int | None = None) -> tuple[list[tuple[str, dict[str, Any]]], bool]:
+def turn_calls(
+    path: str, limit: int | None = None, prompt_id: str | None = None
+) -> tuple[list[tuple[str, dict[str, Any]]], bool]:
     """(hook event, payload fields) for each tool call of the transcript's last turn that has its result,
     in order, and whether the turn was longer than ``limit`` bytes (``SCAN_LIMIT``; then only its last
     ``limit`` bytes were read)."""
-    scan = _Scan(path, SCAN_LIMIT if limit is None else limit)
+    scan = _Scan(path, SCAN_LIMIT if limit is None else limit, prompt_id)
     lines = scan.turn()
     calls: dict[str, tuple[str, Any]] = {}
     out: list[tuple[str, dict[str, Any]]] = []
@@ -152,7 +162,8 @@ def missing_calls(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:
         log("hooks", "info", f"Stop catch-up skipped: transcript {path[:300]!r} is not a readable file")
         return []
     try:
-        calls, truncated = turn_calls(path)
+        prompt_id = payload.get("prompt_id")
+        calls, truncated = turn_calls(path, prompt_id=prompt_id if isinstance(prompt_id, str) else None)
     except (OSError, MemoryError) as exc:
         log("hooks", "warning", f"Stop catch-up skipped: cannot read transcript {path[:300]!r}: {exc}")
         return []
