@@ -220,6 +220,37 @@ def test_a_prompt_that_is_not_plain_text_still_bounds_the_turn(hook: Hook, proj:
     assert [e.metadata["tool_use_id"] for e in tools(proj)] == [FAILURE_ID]
 
 
+def test_stop_waits_for_a_transcript_still_being_written(
+    hook: Hook, proj: Path, tmp_path: Path, memlane_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stop arrives while the transcript still ends at the turn's tool call (its result and the answer not
+    written yet): the catch-up waits for them, up to WAIT_S, instead of missing the call."""
+    from memlane.capture import catchup
+
+    monkeypatch.setattr(catchup, "WAIT_S", 30.0)  # generous: the test is about waiting, not how long
+    path = transcript(tmp_path, 2)
+    full = path.read_bytes()
+    cut = full.index(b'"tool_use_id":"' + FAILURE_ID.encode())
+    cut = full.rindex(b"\n", 0, cut) + 1  # the start of the tool result's line
+    path.write_bytes(full[:cut])
+    calls, _ = catchup.turn_calls(str(path))
+    assert calls == []  # nothing to recover yet: the result is not written
+
+    import time
+    import types
+
+    def sleep(seconds: float) -> None:  # Claude Code writes the rest while Stop waits (the first time only)
+        if path.stat().st_size < len(full):
+            with open(path, "ab") as fh:
+                fh.write(full[cut:])
+        time.sleep(seconds)
+
+    monkeypatch.setattr(catchup, "time", types.SimpleNamespace(monotonic=time.monotonic, sleep=sleep))
+    hook("Stop", stop(2, path))
+    assert [e.metadata["tool_use_id"] for e in tools(proj)] == [FAILURE_ID]
+    assert "waited" in hooks_log(memlane_home) and "caught up" in hooks_log(memlane_home)
+
+
 @pytest.mark.parametrize("kind", ["missing", "directory", "garbage"])
 def test_stop_without_a_usable_transcript_fails_open(
     hook: Hook, proj: Path, tmp_path: Path, memlane_home: Path, kind: str

@@ -163,7 +163,8 @@ def test_calls_whose_async_hooks_are_killed_are_recovered_by_stop(claude_bin: Pa
             assert proc.returncode == 0, proc.stderr[-2000:]
 
     stored = sorted(calls(), key=lambda e: e["ts"])  # right away: the killed hooks stored nothing, Stop both calls
-    assert [e["metadata"]["command"] for e in stored] == [ok, FAILING], stored
+    log = tmp_path / "memlane" / "logs" / "hooks.log"
+    assert [e["metadata"]["command"] for e in stored] == [ok, FAILING], (stored, log.read_text()[-3000:])
     assert all(e["metadata"]["recovered"] == "transcript" for e in stored)
     passed, failed = stored
     assert passed["metadata"]["success"] is True and "lemur-timeout" in passed["content"]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 
 from memlane.capture import events as build
 from memlane.capture import observe, own, transcript
@@ -33,11 +34,14 @@ if TYPE_CHECKING:
 
 CHUNK = 64 * 1024
 SCAN_LIMIT = 8 * 1024 * 1024
-# Substrings of the raw lines worth parsing: tool_use blocks / tool_result blocks ("tool_use_id"), and
-# user lines (the prompt that bounds the turn). Every other line (attachments, api-request*, …) is skipped
-# unparsed, which is most of a transcript's bytes.
-_TOOL = b'"tool_use'
+# How long Stop waits, at most, for a transcript that does not show the turn's answer yet.
+WAIT_S = 1.0
+WAIT_STEP_S = 0.05
+# Substrings of the raw lines worth parsing: user lines (the prompt that bounds the turn, tool results) and
+# assistant lines (tool calls, the answer). Every other line (attachments, api-request*, …) is skipped
+# unparsed, which is most of a transcript's bytes (a few api-request-blob lines name a role and are parsed).
 _USER = b'"user"'
+_ASSISTANT = b'"assistant"'
 
 
 def result_payload(line: dict[str, Any], block: dict[str, Any], structured: bool) -> tuple[str, dict[str, Any]]:
@@ -96,7 +100,7 @@ class _Scan:
     def _take(self, raw: bytes, found: list[dict[str, Any]]) -> bool:
         """Add ``raw`` to ``found`` when it matters; True when it is the prompt that opened the turn, or a
         line of an earlier turn (its ``promptId`` is another: the prompt was not plain text, e.g. an image)."""
-        if _TOOL not in raw and _USER not in raw:
+        if _USER not in raw and _ASSISTANT not in raw:
             return False
         try:
             line = json.loads(raw.decode("utf-8", "replace"))
@@ -122,8 +126,18 @@ def turn_calls(
     """(hook event, payload fields) for each tool call of the transcript's last turn that has its result,
     in order, and whether the turn was longer than ``limit`` bytes (``SCAN_LIMIT``; then only its last
     ``limit`` bytes were read)."""
+    calls, truncated, _ = _turn_calls(path, limit, prompt_id)
+    return calls, truncated
+
+
+def _turn_calls(
+    path: str, limit: int | None, prompt_id: str | None
+) -> tuple[list[tuple[str, dict[str, Any]]], bool, bool]:
+    """``turn_calls`` plus whether the turn looks written out: no call without its result, and an assistant
+    line after the last result (a turn that shows neither yet is one Claude Code has not finished writing)."""
     scan = _Scan(path, SCAN_LIMIT if limit is None else limit, prompt_id)
     lines = scan.turn()
+    said = [line for line in lines if not line.get("isMeta")]
     calls: dict[str, tuple[str, Any]] = {}
     out: list[tuple[str, dict[str, Any]]] = []
     for line in lines:
@@ -145,7 +159,8 @@ def turn_calls(
             if isinstance(ts, str) and len(ts) == 24 and ts.endswith("Z"):  # memlane's own form already
                 fields["_ts"] = ts
             out.append((event, fields))
-    return out, scan.truncated
+    answered = not calls and bool(said) and said[-1].get("type") == "assistant"
+    return out, scan.truncated, answered
 
 
 def missing_calls(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:
@@ -161,12 +176,30 @@ def missing_calls(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:
     if not os.path.isfile(path):
         log("hooks", "info", f"Stop catch-up skipped: transcript {path[:300]!r} is not a readable file")
         return []
+    prompt_id = payload.get("prompt_id")
+    answer = payload.get("last_assistant_message")
+    started = time.monotonic()
+    slept = False
     try:
-        prompt_id = payload.get("prompt_id")
-        calls, truncated = turn_calls(path, prompt_id=prompt_id if isinstance(prompt_id, str) else None)
+        while True:
+            calls, truncated, answered = _turn_calls(path, None, prompt_id if isinstance(prompt_id, str) else None)
+            # Stop says the turn ended with an answer, but the transcript does not show it yet: Claude Code
+            # has not written its last lines. Give it a moment rather than miss the turn's last calls.
+            waited = time.monotonic() - started
+            if answered or not (isinstance(answer, str) and answer.strip()) or waited >= WAIT_S:
+                break
+            time.sleep(WAIT_STEP_S)
+            slept = True
     except (OSError, MemoryError) as exc:
         log("hooks", "warning", f"Stop catch-up skipped: cannot read transcript {path[:300]!r}: {exc}")
         return []
+    if slept:
+        state = "caught up" if answered else "still without the turn's answer; checked what is there"
+        log(
+            "hooks",
+            "info",
+            f"Stop catch-up: waited {time.monotonic() - started:.2f} s for the transcript to be written: {state}",
+        )
     if truncated:
         log(
             "hooks",
