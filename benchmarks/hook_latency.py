@@ -145,9 +145,34 @@ def run_hook(event: str, payload: dict[str, object], env: dict[str, str]) -> flo
     return elapsed
 
 
+# A real Claude Code transcript (two turns, one Bash call each): Stop reads the turn that just ended from it.
+TRANSCRIPT = Path(__file__).resolve().parents[1] / "tests" / "fixtures" / "claude-code" / "transcripts"
+HISTORY_TURNS = 40  # earlier turns before the one that ends: a ~3 MB transcript, as after a long session
+
+
+def write_transcript(folder: Path, i: int) -> Path:
+    """Session ``live-{i}``'s transcript: the fixture's first turn repeated, then its second turn as the turn
+    Stop ends (prompt ``p{i}``, its Bash call ``tu-stop-{i}`` never captured by a PostToolUse)."""
+    (source,) = TRANSCRIPT.glob("*.jsonl")
+    lines = source.read_text().splitlines()
+    cut = next(n for n, line in enumerate(lines) if '"queue-operation"' in line and "Now add a regression" in line)
+    first, second = "\n".join(lines[:cut]), "\n".join(lines[cut:])
+    old_sid = source.stem
+    parts = [first.replace(old_sid, f"live-{i}").replace("toolu_", f"toolu_h{n}_") for n in range(HISTORY_TURNS)]
+    parts.append(
+        second.replace(old_sid, f"live-{i}")
+        .replace("a1f35e69-4bb0-4092-a888-62549ce56845", f"p{i}")
+        .replace("toolu_dbbbddfb51414aae80cdc113", f"tu-stop-{i}")
+    )
+    path = folder / f"live-{i}.jsonl"
+    path.write_text("\n".join(parts) + "\n")
+    return path
+
+
 def payloads(cwd: Path, i: int) -> dict[str, dict[str, object]]:
     sid = f"live-{i}"
-    base = {"session_id": sid, "transcript_path": "/nonexistent.jsonl", "cwd": str(cwd), "prompt_id": f"p{i}"}
+    transcript = write_transcript(cwd.parent, i)
+    base = {"session_id": sid, "transcript_path": str(transcript), "cwd": str(cwd), "prompt_id": f"p{i}"}
     return {
         "PostToolUse": {
             **base,

@@ -78,23 +78,44 @@ def _load_config() -> config.Config:
         return config.Config()
 
 
-def store_events(proj: project.Project, cfg: config.Config, batch: list[NewEvent]) -> tuple[Store | None, list[str]]:
-    """Append ``batch``; on any storage failure, spool it. Returns the open store and the batch's ids."""
+def store_events(
+    proj: project.Project, cfg: config.Config, batch: list[NewEvent], recovered: list[NewEvent] | None = None
+) -> tuple[Store | None, list[str]]:
+    """Append ``recovered`` (Stop's catch-up) then ``batch``; on any storage failure, spool them.
+    Returns the open store and the batch's ids."""
     store = None
+    recovered = recovered or []
     try:
         store = Store(proj.db_file, proj.id, cfg.store.hook_busy_timeout_ms)
-        if batch:
-            store.append(batch)
+        if recovered:
+            recovered = _not_yet_stored(store, recovered)
+        if recovered:
+            log("hooks", "info", f"Stop catch-up: {len(recovered)} tool call(s) of the turn not captured live")
+        if batch or recovered:
+            store.append(recovered + batch)
         ids = store.ids_by_dedupe_keys([e.key() for e in batch])
         return store, ids
     except (sqlite3.Error, OSError) as exc:
         if store is not None:
             store.close()
+        batch = recovered + batch
         if batch:
             where = spool.write(proj.id, proj.root_str, batch, repr(exc))
             if where:  # when None, spool.write has logged both failures
                 log("hooks", "warning", f"store unavailable ({exc}); spooled {len(batch)} event(s) to {where}")
         return None, []
+
+
+def _not_yet_stored(store: Store, recovered: list[NewEvent]) -> list[NewEvent]:
+    """Catch-up events whose tool call the session has no observation of yet. The dedupe key would turn
+    away an exact copy anyway; this also keeps out a second version of a call the live hook stored from a
+    payload that differs from the transcript's record of it."""
+    by_id = {str(e.metadata.get("tool_use_id")): e for e in recovered if e.metadata.get("tool_use_id")}
+    sessions = {e.session_id for e in recovered}
+    if len(sessions) != 1 or not by_id:
+        return recovered
+    stored = store.stored_tool_use_ids(sessions.pop(), list(by_id), scan=200 + 2 * len(recovered))
+    return [e for e in recovered if str(e.metadata.get("tool_use_id")) not in stored]
 
 
 def drain_spool(store: Store) -> None:
@@ -106,6 +127,17 @@ def drain_spool(store: Store) -> None:
             log("hooks", "warning", f"spool: not ingested yet ({exc})")
             return
         log("hooks", "info", f"spool: ingested {report.files} file(s), {report.inserted} new event(s)")
+
+
+def _catch_up(payload: dict[str, Any], cfg: config.Config) -> list[NewEvent]:
+    """The turn's tool calls, rebuilt from its transcript, for those whose async hook Claude Code killed."""
+    try:
+        from memlane.capture import catchup
+
+        return catchup.missing_calls(payload, cfg)
+    except Exception as exc:  # noqa: BLE001 - the catch-up must never cost the Stop event
+        log("hooks", "error", f"Stop catch-up failed: {exc!r}")
+        return []
 
 
 def _workflow_active(event: str, payload: dict[str, Any], proj: project.Project) -> bool:
@@ -314,7 +346,8 @@ def handle(event: str, raw: bytes) -> str:
     asked = None
     if event == "UserPromptSubmit" and cfg.injection.enabled:
         asked = ask_daemon(proj, payload, cfg, [e.key() for e in batch])
-    store, ids = store_events(proj, cfg, batch)
+    recovered = _catch_up(payload, cfg) if event == "Stop" and cfg.capture.enabled else []
+    store, ids = store_events(proj, cfg, batch, recovered)
     if store is None:
         return ""
     try:

@@ -23,7 +23,8 @@ Scope = Literal["user", "project", "local"]
 MARK = "memlane hook"
 # Hooks that return context must be synchronous; capture-only hooks run async so Claude never waits —
 # except Stop: `claude -p` exits right after the turn ends and kills async hooks still running, which
-# lost every final answer in our end-to-end runs. Stop costs ~15 ms after the answer is shown.
+# lost every final answer in our end-to-end runs. Stop costs ~15 ms after the answer is shown, and stores
+# the turn's tool calls whose async PostToolUse/PostToolUseFailure was killed (capture/catchup.py).
 HOOKS: dict[str, dict[str, Any]] = {
     "SessionStart": {"async": False, "timeout": 10},
     "UserPromptSubmit": {"async": False, "timeout": 10},

@@ -13,8 +13,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from memlane.capture import catchup, transcript
 from memlane.capture import events as build
-from memlane.capture import observe, transcript
 from memlane.config import Config
 from memlane.importers.common import ParsedSession, Turn, compaction_summary, norm_ts, read_jsonl
 
@@ -191,18 +191,11 @@ class _Reader:
             self.session.skipped["tool result without call"] += 1
             return
         name, tool_input, _ = call
-        # toolUseResult is exactly the hook's tool_response; the block's text is the fallback.
-        response = line.get("toolUseResult") if structured and line.get("toolUseResult") is not None else None
-        if block.get("is_error"):
-            # A failed call: the PostToolUseFailure hook stores {"content": error, "is_error"} from its
-            # ``error`` ("Exit code 3\n…"); the transcript has the same text with an "Error: " prefix in
-            # toolUseResult, or bare in the block. Build the same response so both store one event.
-            text = response if isinstance(response, str) else observe.text_of(block.get("content"))
-            response = {"content": observe.failure_text(text) or "error", "is_error": True}
-        elif response is None:
-            response = {"content": block.get("content"), "is_error": False}
-        events = build.tool_observation(
-            self.payload(tool_name=name, tool_input=tool_input, tool_response=response, tool_use_id=use_id), self.cfg
+        # Built as the live PostToolUse / PostToolUseFailure hook (and Stop's catch-up) builds it, so a call
+        # captured live and imported later is stored once.
+        event, fields = catchup.result_payload(line, block, structured)
+        events = build.BUILDERS[event](
+            self.payload(tool_name=name, tool_input=tool_input, tool_use_id=use_id, **fields), self.cfg
         )
         self.session.add(events, ts, use_id)
 

@@ -159,6 +159,19 @@ class EventStore(StoreConnection):
         )
         return [r[0] for r in rows]
 
+    def stored_tool_use_ids(self, session_id: str, tool_use_ids: Sequence[str], scan: int) -> set[str]:
+        """Which of ``tool_use_ids`` the session's latest ``scan`` tool observations record (any content)."""
+        wanted = set(tool_use_ids)
+        if not wanted:
+            return set()
+        # ``+type`` keeps SQLite on the (session_id, seq) index, as above.
+        rows = self.db.execute(
+            "SELECT json_extract(metadata, '$.tool_use_id') FROM events "
+            "WHERE session_id = ? AND +type = 'tool_observation' ORDER BY seq DESC LIMIT ?",
+            (session_id, scan),
+        )
+        return {str(r[0]) for r in rows if r[0] in wanted}
+
     def embeddable_event_ids(self) -> set[str]:
         """Ids of the events that get vectors (session start/end markers do not)."""
         return {
