@@ -207,10 +207,11 @@ class VectorIndex:
         # IVF with scalar-quantised vectors: measured at 100k vectors (benchmarks/search_latency.py) it
         # answers in ~7 ms with recall@10 ≈ 0.93 at 30 probes, where IVF_PQ needed a refine step (~20 ms)
         # to reach the same recall. An index of another type (older memlane) is replaced once.
-        from lancedb.index import IvfSq
-
         partitions = max(1, min(1024, int(rows**0.5)))
-        table.create_index("vector", config=IvfSq(distance_type="cosine", num_partitions=partitions), replace=True)
+        # The keyword form: lancedb before 0.34 (pinned for install size) has no ``config=IvfSq(...)`` on local tables.
+        table.create_index(
+            metric="cosine", num_partitions=partitions, vector_column_name="vector", index_type="IVF_SQ", replace=True
+        )
         return True
 
     def drop(self) -> None:
