@@ -214,7 +214,7 @@ class VectorIndex:
             from lancedb.index import IvfSq
 
             table.create_index("vector", config=IvfSq(distance_type="cosine", num_partitions=partitions), replace=True)
-        else:  # the pinned 0.26–0.30: local tables take keywords only
+        else:  # the pinned 0.33: local tables take keywords only
             table.create_index(
                 metric="cosine",
                 num_partitions=partitions,
