@@ -269,14 +269,14 @@ def test_ann_index_is_built_when_large(proj: Path, embedder: Any) -> None:
 
 
 def test_an_older_index_type_is_replaced(proj: Path, embedder: Any) -> None:
-    from lancedb.index import IvfPq
-
     m = Memory.open(proj)
     m.config.vectors.index_min_rows = 300
     index = VectorIndex(m.project.id, "random@1", 32, m.config.vectors)
     vectors = np.random.default_rng(1).normal(size=(400, 32)).astype(np.float32)
     index.upsert([{"event_id": f"e{i}", "chunk": 0, "vector": v} for i, v in enumerate(vectors)])
-    index.table().create_index("vector", config=IvfPq(distance_type="cosine", num_partitions=4, num_sub_vectors=4))
+    index.table().create_index(
+        metric="cosine", num_partitions=4, num_sub_vectors=4, vector_column_name="vector", index_type="IVF_PQ"
+    )
     assert index.index_type() == "IvfPq"
     assert index.ensure_index() is True and index.index_type() == "IvfSq"
     assert index.search(vectors[3], 1)[0][0] == "e3"
