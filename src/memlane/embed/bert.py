@@ -6,8 +6,7 @@ The default model, all-MiniLM-L6-v2, is a 6-layer BERT with mean pooling. Runnin
 construction — without importing torch (seconds to load, a ~2 GB install, ~400 MB resident per process).
 
 What it needs from the model directory: ``config.json`` (a ``BertModel``), ``model.safetensors`` (float32),
-``tokenizer.json`` (a BERT WordPiece one, run by ``embed.wordpiece``, which gives the ids and offsets of the
-Rust ``tokenizers`` library sentence-transformers uses, without that library and its ~32 MB of dependencies) and,
+``tokenizer.json`` (run by the ``tokenizers`` library, the same Rust WordPiece sentence-transformers uses) and,
 when present, ``1_Pooling/config.json`` (only mean pooling is supported). ``load`` refuses anything else with
 ``UnsupportedModel`` so callers can hand such a model to sentence-transformers instead.
 """
@@ -133,12 +132,14 @@ class BertEncoder:
         self.heads = int(config["num_attention_heads"])
         self.eps = float(config.get("layer_norm_eps", 1e-12))
 
-        from memlane.embed.wordpiece import UnsupportedTokenizer, WordPiece
+        from tokenizers import Tokenizer  # Rust, ~10 ms to import; the only compiled dependency besides numpy
 
-        try:
-            self.tokenizer = WordPiece.from_file(tokenizer_path)
-        except (UnsupportedTokenizer, KeyError) as exc:
-            raise UnsupportedModel(f"{model_dir}: tokenizer.json: {exc}") from exc
+        self.tokenizer = Tokenizer.from_file(tokenizer_path)
+        self.tokenizer.no_padding()  # batches are padded here, to their own longest text
+        self.tokenizer.enable_truncation(max_length=self.window)
+        self._plain = Tokenizer.from_file(tokenizer_path)  # for chunking: no truncation, no special tokens
+        self._plain.no_padding()
+        self._plain.no_truncation()
 
         tensors = read_safetensors(weights_path)
         prefix = "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
@@ -189,12 +190,12 @@ class BertEncoder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        encodings = [self.tokenizer.encode_for_model(text, self.window) for text in texts]
+        encodings = self.tokenizer.encode_batch(texts)
         # Similar lengths in one batch waste little on padding (sentence-transformers sorts the same way).
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i]))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
         with self._lock if exclusive else contextlib.nullcontext():
-            for rows in _batches(order, [len(e) for e in encodings], max(1, batch_size)):
-                out[rows] = self._forward([encodings[i] for i in rows])
+            for rows in _batches(order, [len(e.ids) for e in encodings], max(1, batch_size)):
+                out[rows] = self._forward([encodings[i].ids for i in rows])
         return out
 
     def _forward(self, batch: list[list[int]]) -> np.ndarray:
@@ -249,10 +250,10 @@ class BertEncoder:
 
     def token_offsets(self, text: str) -> list[tuple[int, int]]:
         """Character spans of the text's tokens, without special tokens or truncation (for chunking)."""
-        return self.tokenizer.encode(text)[1]
+        return list(self._plain.encode(text, add_special_tokens=False).offsets)
 
     def count_tokens(self, text: str) -> int:
-        return len(self.tokenizer.encode(text)[0])
+        return len(self._plain.encode(text, add_special_tokens=False).ids)
 
 
 # Padded tokens per forward pass. Attention scores grow with batch × heads × length², so 32 texts of 256 tokens
