@@ -224,7 +224,7 @@ def table(models: list[Model], results: dict[str, dict[str, Any]], lme_n: int | 
         row("… as a multiple of `python -c pass`", lambda r: f"{r['speed']['load_s'] / r['speed']['floor_s']:.0f}×")
         row("one query embedding p50 (ms)", lambda r: f"{r['speed']['query_ms_p50']:.1f}")
         row("one query embedding max (ms)", lambda r: f"{r['speed']['query_ms_max']:.1f}")
-        row("passages per second", lambda r: f"{r['speed']['passages_per_s']:.0f}")
+        row("passages per second", lambda r: f"{r['speed']['passages_per_s']:.1f}")
         row("resident memory after load (MB)", lambda r: f"{r['speed']['rss_loaded_mb']:.0f}")
         row("peak resident memory (MB)", lambda r: f"{r['speed']['max_rss_mb']:.0f}")
         row("model on disk (MB)", lambda r: f"{r['speed']['disk_mb']:.0f}" if r["speed"]["disk_mb"] else None)
