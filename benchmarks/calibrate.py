@@ -41,11 +41,12 @@ def lme_cases(
     from memlane import config
     from memlane.retrieval.hybrid import Retriever
 
+    cfg = config.load()  # MEMLANE_* overrides apply: MEMLANE_EMBEDDING_MODEL fits the weights for another model
     embedder = None
     if hybrid:
         from memlane.embed import get_embedder
 
-        embedder = get_embedder(config.Config().embedding)
+        embedder = get_embedder(cfg.embedding)
     questions = [q for q in lme.load(path) if not q["question_id"].endswith("_abs")]
     questions = [q for q in questions if lme.split_of(q["question_id"]) == "dev"][:: max(1, stride)]
     for q in questions:
@@ -58,7 +59,7 @@ def lme_cases(
                 store.close()
                 continue
             asked = datetime.fromisoformat(lme.iso(q["question_date"]).replace("Z", "+00:00"))
-            yield Retriever(store, config.Config(), embedder, index), q["question"], asked, set(answer_turns)
+            yield Retriever(store, cfg, embedder, index), q["question"], asked, set(answer_turns)
             store.close()
         finally:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -159,12 +159,12 @@ def evaluate(
     from memlane.retrieval.hybrid import Retriever
     from memlane.retrieval.select import select_for_injection
 
+    cfg = cfg or config.load()  # defaults and MEMLANE_* overrides: a weight or a model tried without editing
     embedder = None
     if mode == "hybrid":
         from memlane.embed import get_embedder
 
-        embedder = get_embedder(config.Config().embedding)
-    cfg = cfg or config.load()  # defaults and MEMLANE_* overrides, so a weight can be tried without editing
+        embedder = get_embedder(cfg.embedding)
     keys = ["recall_any@5", "recall_all@5", "ndcg@10", "turn_recall_any@10", "injected_evidence", "injected_count"]
     metrics: dict[str, list[float]] = {k: [] for k in keys}
     latencies = []
