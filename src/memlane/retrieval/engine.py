@@ -129,7 +129,7 @@ class Engine:
         if cfg.retrieval.cross_project:
             hits.extend(self._other_projects(memory, prompt, cfg.injection.max_results))
             hits.sort(key=lambda h: -h.score)
-        return select_for_injection(hits, self.index(memory.project.id), cfg)
+        return select_for_injection(hits, self.index(memory.project.id), cfg, memory.store)
 
     def _other_projects(self, memory: Memory, prompt: str, limit: int) -> list[Hit]:
         """Only when the user enabled ``retrieval.cross_project``: memories of their other projects."""
@@ -145,4 +145,3 @@ class Engine:
             except Exception as exc:  # noqa: BLE001 - one broken store must not break injection
                 log("retrieval", "warning", f"cross-project search skipped {entry.get('id')}: {exc!r}")
         return hits
-

@@ -6,6 +6,7 @@ they cannot disagree. Stdlib only: the hooks import it.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from memlane.logs import log
@@ -16,9 +17,13 @@ if TYPE_CHECKING:
     from memlane.retrieval.hybrid import Hit
 
 
-def select_for_injection(hits: list[Hit], index: Any, cfg: Config) -> list[Hit]:
-    """What a prompt gets: the gated hits, without memories a newer one on the same subject replaces."""
-    chosen = gate(hits, cfg.retrieval, cfg.injection.max_results)
+def select_for_injection(hits: list[Hit], index: Any, cfg: Config, store: Any = None) -> list[Hit]:
+    """What a prompt gets: the gated hits, without memories a newer one on the same subject replaces.
+
+    ``store`` (optional) tells which exchange each hit belongs to, so a replaced answer takes the
+    prompt that asked for it along (``drop_replaced``).
+    """
+    chosen = gate(drop_replaced(hits, store), cfg.retrieval, cfg.injection.max_results)
     return supersede(chosen, index, cfg.retrieval.supersede_similarity)
 
 
@@ -61,3 +66,97 @@ def supersede(hits: list[Hit], index: Any, similarity: float) -> list[Hit]:
                 older = a if a.event.ts < b.event.ts else b
                 stale.add(older.event.id)
     return [h for h in hits if h.event.id not in stale]
+
+
+# ---- knowledge updates read from edits --------------------------------------------------------------------
+
+_EDIT_HEADER = re.compile(r"^(?:Edit|MultiEdit): [^\n]*\n")
+# Code-like fragments: `name=value` settings with a literal value, and identifiers that are dotted,
+# snake_case, camelCase or carry a digit (pool_size=10, date.today, fromNow, ACCESS_TOKEN_TTL). Plain
+# words are too common to say that a memory quotes the removed code; they count only as the module of
+# an import (a library).
+_SETTING = re.compile(r"\b\w+\s*=\s*(?:-?\d[\d.]*\b|\"[^\"\n]*\"|'[^'\n]*'|True\b|False\b|None\b|true\b|false\b)")
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w.]*\w")
+_CODE_LIKE = re.compile(r"[._\d]|[a-z][A-Z]")
+_IMPORT = re.compile(r"""(?:^|\s)(?:import|from)\s+["']?([A-Za-z_][\w.-]*)|require\(["']([A-Za-z_][\w.-]*)["']\)""")
+MIN_FRAGMENT = 4
+
+
+def fragments(text: str) -> set[str]:
+    """The code-like fragments of a text (settings with spaces around ``=`` normalised)."""
+    found = {re.sub(r"\s*=\s*", "=", m) for m in _SETTING.findall(text)}
+    found.update(m for m in _IDENTIFIER.findall(text) if _CODE_LIKE.search(m))
+    for a, b in _IMPORT.findall(text):
+        found.add(a or b)
+    return {f for f in found if len(f) >= MIN_FRAGMENT}
+
+
+def edit_sides(content: str) -> tuple[str, str] | None:
+    """(removed text, added text) of an edit memory: a Claude Code Edit/MultiEdit (``- old`` / ``+ new``,
+    an old or new string's further lines unprefixed) or a Codex ``apply_patch``; None for anything else."""
+    old: list[str] = []
+    new: list[str] = []
+    if "*** Begin Patch" in content:
+        for line in content.splitlines():
+            if line.startswith("-") and not line.startswith("---"):
+                old.append(line[1:])
+            elif line.startswith("+") and not line.startswith("+++"):
+                new.append(line[1:])
+        return "\n".join(old), "\n".join(new)
+    head = _EDIT_HEADER.match(content)
+    if head is None:
+        return None
+    side: list[str] | None = None
+    for line in content[head.end() :].splitlines():
+        if line.startswith("- "):
+            side, line = old, line[2:]
+        elif line.startswith("+ "):
+            side, line = new, line[2:]
+        if side is not None:
+            side.append(line)
+    return "\n".join(old), "\n".join(new)
+
+
+def removed_fragments(hit: Hit) -> set[str]:
+    """Code-like fragments an edit took out and did not put back (empty for anything but an edit)."""
+    if hit.event.type != "tool_observation":
+        return set()
+    sides = edit_sides(hit.event.content)
+    if sides is None:
+        return set()
+    return fragments(sides[0]) - fragments(sides[1])
+
+
+def drop_replaced(hits: list[Hit], store: Any = None) -> list[Hit]:
+    """Leave out memories that a later edit among the hits proves stale, with their whole exchange.
+
+    When an edit removes a setting, an identifier or an imported library (``pool_size=10``,
+    ``moment``) and does not put it back, an earlier memory quoting it describes code that no longer
+    exists; the prompt that asked for it and the rest of that exchange are history too, so they go
+    with it. Memories of the edit's own exchange stay (they are the change itself). Runs before the
+    gate, so the adaptive count is measured against what is still current.
+    """
+    edits = [(h, gone) for h in hits if (gone := removed_fragments(h))]
+    if not edits:
+        return hits
+    exchange = _exchanges(hits, store)
+    stale: set[str] = set()
+    for h in hits:
+        quoted = fragments(h.event.content)
+        for edit, gone in edits:
+            later = h.event.ts < edit.event.ts and exchange[h.event.id] != exchange[edit.event.id]
+            if later and quoted & gone:
+                stale.add(exchange[h.event.id])
+                break
+    return [h for h in hits if exchange[h.event.id] not in stale]
+
+
+def _exchanges(hits: list[Hit], store: Any) -> dict[str, str]:
+    """Each hit's exchange: the id of the user prompt that opened it (the event itself without a store)."""
+    prompts: dict[str, Any] = {}
+    if store is not None:
+        try:
+            prompts = store.exchange_prompts([h.event for h in hits if h.event.type != "user_prompt"])
+        except Exception as exc:  # noqa: BLE001 - a failed read must not stop the injection
+            log("retrieval", "warning", f"exchange lookup skipped: {exc!r}")
+    return {h.event.id: prompts[h.event.id].id if h.event.id in prompts else h.event.id for h in hits}
