@@ -496,6 +496,37 @@ def test_edit_fragments_of_claude_and_codex_edits() -> None:
     assert fragments("we removed the retry comment") == set()
 
 
+def test_a_pasted_error_brings_the_answer_of_the_session_that_showed_it(proj: Path, embedder: Any) -> None:
+    """The tool output with the error matches best; the answer that explained it comes along."""
+    from memlane.retrieval.select import ANSWERS
+
+    m = Memory.open(proj)
+    flaky = [
+        ("user_prompt", "test_label_generation is flaky in CI, about one run in five fails."),
+        (
+            "tool_observation",
+            "Bash: pytest tests/test_labels.py::test_label_generation -q --count 20\nExit code 1\n....F....\n"
+            "E   AssertionError: assert None is not None\n"
+            "E    +  where None = Shipment(id=881).label_url",
+        ),
+        ("user_prompt", "Make it deterministic."),
+        (
+            "agent_response",
+            "The test asserted before the worker had rendered the PDF; tests now set CELERY_TASK_ALWAYS_EAGER=True so"
+            " tasks run inline.",
+        ),
+    ]
+    events = [NewEvent(kind, "flaky", text, str(i)) for i, (kind, text) in enumerate(flaky)]
+    events += [NewEvent(kind, sid, text, str(i)) for i, (sid, kind, text) in enumerate(ONE_PROJECT)]
+    m.store.append(events)
+    process_outbox(m, embedder)
+    query = "AssertionError: assert None is not None where None = Shipment(id=881).label_url"
+    found = Engine(m.config).relevant(m, query)
+    assert found[0].event.type == "tool_observation"
+    assert any(h.event.session_id == "flaky" and h.event.type in ANSWERS for h in found)
+    m.close()
+
+
 def test_a_korean_query_skips_english_only_vectors(proj: Path, embedder: Any) -> None:
     """all-MiniLM-L6-v2 maps Korean text to near-identical vectors: unrelated Korean history must not ride along."""
     m = Memory.open(proj)

@@ -31,7 +31,8 @@ def gate(hits: list[Hit], rcfg: Any, max_results: int) -> list[Hit]:
     """The hits worth injecting: labelled, over the threshold, and close to the best one.
 
     The count follows confidence: one strong memory is injected alone rather than padded with weak
-    ones (a further hit needs ``inject_relative`` of the best score).
+    ones (a further hit needs ``inject_relative`` of the best score), except that a chosen session
+    without an answer among the chosen brings its best answer over the gate (``with_answers``).
     """
     passed = [h for h in hits if h.confidence != "none" and h.score >= rcfg.inject_threshold]
     if not passed:
@@ -39,7 +40,29 @@ def gate(hits: list[Hit], rcfg: Any, max_results: int) -> list[Hit]:
     best = max(h.score for h in passed)
     # Not one per session: tried, and a session's best-ranked event is often its summary or prompt
     # rather than the answer itself (coding replay dev: 0.61 → 0.47 of answers injected).
-    return [h for h in passed if h.score >= rcfg.inject_relative * best][:max_results]
+    chosen = [h for h in passed if h.score >= rcfg.inject_relative * best][:max_results]
+    return with_answers(chosen, passed, max_results)
+
+
+ANSWERS = ("agent_response", "session_summary")
+
+
+def with_answers(chosen: list[Hit], passed: list[Hit], max_results: int) -> list[Hit]:
+    """Add its best answer over the gate to each chosen session that has none among the chosen.
+
+    A pasted error often matches the tool output that showed it far better than the answer that
+    explained it; the output alone says what happened, not what was found or done about it.
+    """
+    answered = {h.event.session_id for h in chosen if h.event.type in ANSWERS}
+    missing = {h.event.session_id for h in chosen} - answered
+    out = list(chosen)
+    for h in passed:
+        if len(out) >= max_results or not missing:
+            break
+        if h.event.session_id in missing and h.event.type in ANSWERS:
+            out.append(h)
+            missing.discard(h.event.session_id)
+    return out
 
 
 def supersede(hits: list[Hit], index: Any, similarity: float) -> list[Hit]:
