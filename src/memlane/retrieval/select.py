@@ -15,6 +15,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from memlane.config import Config
     from memlane.retrieval.hybrid import Hit
+    from memlane.store.db import Event
 
 
 def select_for_injection(hits: list[Hit], index: Any, cfg: Config, store: Any = None) -> list[Hit]:
@@ -23,7 +24,7 @@ def select_for_injection(hits: list[Hit], index: Any, cfg: Config, store: Any = 
     ``store`` (optional) tells which exchange each hit belongs to, so a replaced answer takes the
     prompt that asked for it along (``drop_replaced``).
     """
-    chosen = gate(drop_replaced(hits, store), cfg.retrieval, cfg.injection.max_results)
+    chosen = gate(drop_replaced(hits, store, cfg.retrieval.inject_threshold), cfg.retrieval, cfg.injection.max_results)
     return supersede(chosen, index, cfg.retrieval.supersede_similarity)
 
 
@@ -140,46 +141,73 @@ def edit_sides(content: str) -> tuple[str, str] | None:
     return "\n".join(old), "\n".join(new)
 
 
-def removed_fragments(hit: Hit) -> set[str]:
+def removed_fragments(event: Event) -> set[str]:
     """Code-like fragments an edit took out and did not put back (empty for anything but an edit)."""
-    if hit.event.type != "tool_observation":
+    if event.type != "tool_observation":
         return set()
-    sides = edit_sides(hit.event.content)
+    sides = edit_sides(event.content)
     if sides is None:
         return set()
     return fragments(sides[0]) - fragments(sides[1])
 
 
-def drop_replaced(hits: list[Hit], store: Any = None) -> list[Hit]:
-    """Leave out memories that a later edit among the hits proves stale, with their whole exchange.
+LOOKUP_EDITS = 20  # later edits read from the store per prompt
+
+
+def drop_replaced(hits: list[Hit], store: Any = None, floor: float = 0.0) -> list[Hit]:
+    """Leave out memories that a later edit proves stale, with their whole exchange.
 
     When an edit removes a setting, an identifier or an imported library (``pool_size=10``,
     ``moment``) and does not put it back, an earlier memory quoting it describes code that no longer
     exists; the prompt that asked for it and the rest of that exchange are history too, so they go
-    with it. Memories of the edit's own exchange stay (they are the change itself). Runs before the
-    gate, so the adaptive count is measured against what is still current.
+    with it. Memories of the edit's own exchange stay (they are the change itself). The edits are
+    those among the hits and, with a ``store``, later edits that mention what the hits scoring at
+    least ``floor`` quote (the edit that replaced an answer rarely matches the prompt itself). Runs
+    before the gate, so the adaptive count is measured against what is still current.
     """
-    edits = [(h, gone) for h in hits if (gone := removed_fragments(h))]
+    edits = [(h.event, gone) for h in hits if (gone := removed_fragments(h.event))]
+    if store is not None:
+        edits += _later_edits([h for h in hits if h.score >= floor], store, {e.id for e, _ in edits})
     if not edits:
         return hits
-    exchange = _exchanges(hits, store)
+    exchange = _exchanges([h.event for h in hits] + [e for e, _ in edits], store)
     stale: set[str] = set()
     for h in hits:
         quoted = fragments(h.event.content)
         for edit, gone in edits:
-            later = h.event.ts < edit.event.ts and exchange[h.event.id] != exchange[edit.event.id]
+            later = h.event.ts < edit.ts and exchange[h.event.id] != exchange[edit.id]
             if later and quoted & gone:
                 stale.add(exchange[h.event.id])
                 break
     return [h for h in hits if exchange[h.event.id] not in stale]
 
 
-def _exchanges(hits: list[Hit], store: Any) -> dict[str, str]:
-    """Each hit's exchange: the id of the user prompt that opened it (the event itself without a store)."""
+def _later_edits(hits: list[Hit], store: Any, known: set[str]) -> list[tuple[Event, set[str]]]:
+    """Edits in the store, later than the earliest of ``hits``, that take out a fragment one of them quotes."""
+    quoted: dict[str, None] = {}
+    for h in hits:  # best first, so their fragments lead the (capped) full-text query
+        quoted.update(dict.fromkeys(sorted(fragments(h.event.content))))
+    if not quoted:
+        return []
+    since = min(h.event.ts for h in hits)
+    try:
+        found = store.fts(" ".join(quoted), limit=LOOKUP_EDITS, types=["tool_observation"], since=since)
+    except Exception as exc:  # noqa: BLE001 - a failed read must not stop the injection
+        log("retrieval", "warning", f"edit lookup skipped: {exc!r}")
+        return []
+    out = []
+    for event, _ in found:
+        if event.id not in known and (gone := removed_fragments(event) & quoted.keys()):
+            out.append((event, gone))
+    return out
+
+
+def _exchanges(events: list[Event], store: Any) -> dict[str, str]:
+    """Each event's exchange: the id of the user prompt that opened it (the event itself without a store)."""
     prompts: dict[str, Any] = {}
     if store is not None:
         try:
-            prompts = store.exchange_prompts([h.event for h in hits if h.event.type != "user_prompt"])
+            prompts = store.exchange_prompts([e for e in events if e.type != "user_prompt"])
         except Exception as exc:  # noqa: BLE001 - a failed read must not stop the injection
             log("retrieval", "warning", f"exchange lookup skipped: {exc!r}")
-    return {h.event.id: prompts[h.event.id].id if h.event.id in prompts else h.event.id for h in hits}
+    return {e.id: prompts[e.id].id if e.id in prompts else e.id for e in events}
