@@ -479,15 +479,17 @@ def test_an_edit_keeps_its_own_exchange_and_what_it_did_not_remove(proj: Path, e
 
 
 def test_the_edit_that_retires_a_memory_is_found_in_the_store_when_the_prompt_misses_it(proj: Path) -> None:
-    """The replacing edit rarely matches the prompt: it is looked up by what the injected memories quote."""
-    from memlane.retrieval.select import drop_replaced
+    """The replacing edit rarely matches the prompt: it is looked up by what the chosen memories quote."""
+    from memlane.retrieval.select import drop_replaced, later_edits
 
     m = _pool_memory(proj, None)
     hits = Retriever(m.store, m.config).search("How was the SQLAlchemy engine configured?", limit=15)
     hits = [h for h in hits if h.event.session_id != "load"]  # the edit that replaced pool_size=10 is not a hit
     assert {h.event.session_id for h in hits} == {"setup"}
-    assert drop_replaced(hits, m.store, 0.0) == []
-    assert drop_replaced(hits, m.store, 1.01) == hits  # only hits that could be injected are looked up
+    assert drop_replaced(hits, m.store) == hits
+    edits = later_edits(hits, m.store)
+    assert [(e.session_id, gone) for e, gone in edits] == [("load", {"pool_size=10", "max_overflow=5"})]
+    assert drop_replaced(hits, m.store, edits) == []
     m.close()
 
 

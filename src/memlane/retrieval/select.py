@@ -21,11 +21,16 @@ if TYPE_CHECKING:
 def select_for_injection(hits: list[Hit], index: Any, cfg: Config, store: Any = None) -> list[Hit]:
     """What a prompt gets: the gated hits, without memories a newer one on the same subject replaces.
 
-    ``store`` (optional) tells which exchange each hit belongs to, so a replaced answer takes the
-    prompt that asked for it along (``drop_replaced``).
+    With ``store``, a replaced answer takes the prompt that asked for it along, and the edit that
+    replaced a chosen memory is looked up even when it is not among the hits (``drop_replaced``).
     """
-    chosen = gate(drop_replaced(hits, store, cfg.retrieval.inject_threshold), cfg.retrieval, cfg.injection.max_results)
-    return supersede(chosen, index, cfg.retrieval.supersede_similarity)
+    rcfg, most = cfg.retrieval, cfg.injection.max_results
+    hits = drop_replaced(hits, store)
+    chosen = gate(hits, rcfg, most)
+    if store is not None and chosen and (edits := later_edits(chosen, store)):
+        hits = drop_replaced(hits, store, edits)
+        chosen = gate(hits, rcfg, most)
+    return supersede(chosen, index, rcfg.supersede_similarity)
 
 
 def gate(hits: list[Hit], rcfg: Any, max_results: int) -> list[Hit]:
@@ -152,22 +157,22 @@ def removed_fragments(event: Event) -> set[str]:
 
 
 LOOKUP_EDITS = 20  # later edits read from the store per prompt
+LOOKUP_TERMS = 8  # fragments of the chosen memories searched for, rarest first ...
+LOOKUP_POSTINGS = 5_000  # ... while their words' document counts add up to at most this
+_WORD = re.compile(r"[^\W_]+")
 
 
-def drop_replaced(hits: list[Hit], store: Any = None, floor: float = 0.0) -> list[Hit]:
+def drop_replaced(hits: list[Hit], store: Any = None, edits: list[tuple[Event, set[str]]] | None = None) -> list[Hit]:
     """Leave out memories that a later edit proves stale, with their whole exchange.
 
     When an edit removes a setting, an identifier or an imported library (``pool_size=10``,
     ``moment``) and does not put it back, an earlier memory quoting it describes code that no longer
     exists; the prompt that asked for it and the rest of that exchange are history too, so they go
     with it. Memories of the edit's own exchange stay (they are the change itself). The edits are
-    those among the hits and, with a ``store``, later edits that mention what the hits scoring at
-    least ``floor`` quote (the edit that replaced an answer rarely matches the prompt itself). Runs
-    before the gate, so the adaptive count is measured against what is still current.
+    those among the hits, plus ``edits`` (from ``later_edits``). Runs before the gate, so the
+    adaptive count is measured against what is still current.
     """
-    edits = [(h.event, gone) for h in hits if (gone := removed_fragments(h.event))]
-    if store is not None:
-        edits += _later_edits([h for h in hits if h.score >= floor], store, {e.id for e, _ in edits})
+    edits = [(h.event, gone) for h in hits if (gone := removed_fragments(h.event))] + list(edits or [])
     if not edits:
         return hits
     exchange = _exchanges([h.event for h in hits] + [e for e, _ in edits], store)
@@ -182,24 +187,39 @@ def drop_replaced(hits: list[Hit], store: Any = None, floor: float = 0.0) -> lis
     return [h for h in hits if exchange[h.event.id] not in stale]
 
 
-def _later_edits(hits: list[Hit], store: Any, known: set[str]) -> list[tuple[Event, set[str]]]:
-    """Edits in the store, later than the earliest of ``hits``, that take out a fragment one of them quotes."""
-    quoted: dict[str, None] = {}
-    for h in hits:  # best first, so their fragments lead the (capped) full-text query
-        quoted.update(dict.fromkeys(sorted(fragments(h.event.content))))
-    if not quoted:
+def later_edits(hits: list[Hit], store: Any) -> list[tuple[Event, set[str]]]:
+    """Edits in the store, later than the earliest of ``hits``, that take out a fragment one of them quotes.
+
+    The edit that replaced an answer rarely matches the prompt itself, so it is looked up by what the
+    chosen memories quote: one full-text query for their rarest fragments (a setting by its name),
+    kept within a postings budget so a prompt never pays for common words.
+    """
+    quoted: set[str] = set()
+    for h in hits:
+        quoted |= fragments(h.event.content)
+    keys = {f.split("=", 1)[0]: [w.lower() for w in _WORD.findall(f.split("=", 1)[0])] for f in quoted}
+    keys = {k: words for k, words in keys.items() if words}
+    if not keys:
         return []
-    since = min(h.event.ts for h in hits)
     try:
-        found = store.fts(" ".join(quoted), limit=LOOKUP_EDITS, types=["tool_observation"], since=since)
+        df = store.doc_freqs({w for words in keys.values() for w in words})
+        cost = {k: sum(df.get(w, 0) for w in words) for k, words in keys.items()}
+        chosen: list[str] = []
+        spent = 0
+        for key in sorted(cost, key=lambda k: (cost[k], k)):
+            if not cost[key] or len(chosen) >= LOOKUP_TERMS or spent + cost[key] > LOOKUP_POSTINGS:
+                continue  # a key the index has never seen cannot be in an edit either
+            chosen.append(key)
+            spent += cost[key]
+        if not chosen:
+            return []
+        since = min(h.event.ts for h in hits)
+        found = store.fts(" ".join(chosen), limit=LOOKUP_EDITS, types=["tool_observation"], since=since)
     except Exception as exc:  # noqa: BLE001 - a failed read must not stop the injection
         log("retrieval", "warning", f"edit lookup skipped: {exc!r}")
         return []
-    out = []
-    for event, _ in found:
-        if event.id not in known and (gone := removed_fragments(event) & quoted.keys()):
-            out.append((event, gone))
-    return out
+    known = {h.event.id for h in hits}
+    return [(e, gone) for e, _ in found if e.id not in known and (gone := removed_fragments(e) & quoted)]
 
 
 def _exchanges(events: list[Event], store: Any) -> dict[str, str]:
