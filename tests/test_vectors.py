@@ -17,6 +17,7 @@ from memlane.embed import passages
 from memlane.memory import Memory
 from memlane.retrieval import scoring
 from memlane.retrieval.engine import Engine
+from memlane.retrieval.hybrid import Retriever
 from memlane.store import NewEvent
 from memlane.vectors import VectorIndex, process_outbox, rebuild, reconcile, retry_failed
 from memlane.vectors.worker import WorkerLock
@@ -375,6 +376,169 @@ def test_a_newer_memory_on_the_same_subject_supersedes_the_older(proj: Path, emb
     process_outbox(m, embedder)
     found = Engine(m.config).relevant(m, "what pool_size does the SQLAlchemy engine use?")
     assert [h.event.session_id for h in found] == ["new"]
+    m.close()
+
+
+# Two sessions on one setting, as Claude Code records them: the first sets the pool up, the second (a load
+# test weeks later) edits the same line. Only the edit says that the first session's answer is history.
+POOL_HISTORY = [
+    (
+        "setup",
+        "user_prompt",
+        "Configure the SQLAlchemy engine properly, we're using defaults everywhere.",
+        "08-03T10:00",
+    ),
+    (
+        "setup",
+        "tool_observation",
+        "Edit: /home/dev/src/shop/app/db.py\n- engine = create_engine(DATABASE_URL)\n"
+        "+ engine = create_engine(DATABASE_URL, pool_size=10, max_overflow=5, pool_pre_ping=True)",
+        "08-03T10:01",
+    ),
+    (
+        "setup",
+        "agent_response",
+        "app/db.py now creates the engine with pool_size=10, max_overflow=5 and pool_pre_ping=True, so the"
+        " SQLAlchemy engine no longer runs on defaults.",
+        "08-03T10:02",
+    ),
+    ("load", "user_prompt", "The locust load test at 300 users starts throwing 500s after a minute.", "09-26T10:00"),
+    (
+        "load",
+        "tool_observation",
+        "Edit: /home/dev/src/shop/app/db.py\n- pool_size=10, max_overflow=5\n+ pool_size=25, max_overflow=10",
+        "09-26T10:01",
+    ),
+    (
+        "load",
+        "agent_response",
+        "The 500s were QueuePool exhaustion: the SQLAlchemy engine now has pool_size=25, max_overflow=10.",
+        "09-26T10:02",
+    ),
+]
+
+
+def _pool_memory(proj: Path, embedder: Any | None) -> Memory:
+    m = Memory.open(proj)
+    m.store.append(
+        [
+            NewEvent(kind, sid, text, str(i), ts=f"2026-{at}:00.000Z")
+            for i, (sid, kind, text, at) in enumerate(POOL_HISTORY)
+        ]
+    )
+    if embedder is not None:
+        process_outbox(m, embedder)
+    return m
+
+
+@pytest.mark.parametrize("vectors", [True, False], ids=["daemon", "fallback"])
+def test_an_edit_that_removes_a_setting_retires_the_exchange_that_set_it(
+    proj: Path, embedder: Any, vectors: bool
+) -> None:
+    """The later edit removed pool_size=10: the answer quoting it and the prompt that asked for it stay out."""
+    from memlane.capture.inject import prompt_hits
+    from memlane.retrieval.select import gate
+
+    m = _pool_memory(proj, embedder if vectors else None)
+    query = "What pool_size is the SQLAlchemy engine configured with?"
+    engine = Engine(m.config)
+    hits = engine.search(m, query, limit=15) if vectors else Retriever(m.store, m.config).search(query, limit=15)
+    # Without the rule the old exchange is injected (it matches the query best) ...
+    assert "setup" in {h.event.session_id for h in gate(hits, m.config.retrieval, 5)}
+    # ... with it, only the session that holds the current value.
+    found = engine.relevant(m, query) if vectors else prompt_hits(m.store, query, m.config)
+    assert found and {h.event.session_id for h in found} == {"load"}
+    assert not any("pool_size=10, max_overflow=5 and" in h.event.content for h in found)
+    m.close()
+
+
+def test_an_edit_keeps_its_own_exchange_and_what_it_did_not_remove(proj: Path, embedder: Any) -> None:
+    """Memories of the editing exchange are the change itself; an added option retires nothing."""
+    from memlane.retrieval.select import drop_replaced
+
+    m = _pool_memory(proj, embedder)
+    hits = Engine(m.config).search(m, "pool_size max_overflow QueuePool load test", limit=15)
+    kept = {h.event.session_id for h in drop_replaced(hits, m.store)}
+    assert kept == {"load"}  # the load test's own exchange (it read pool_size=10 before editing) stays
+    m.store.append(
+        [
+            NewEvent(
+                "tool_observation",
+                "later",
+                "Edit: /home/dev/src/shop/app/db.py\n- pool_pre_ping=True)\n+ pool_pre_ping=True, echo_pool=True)",
+                "9",
+                ts="2026-10-01T10:00:00.000Z",
+            )
+        ]
+    )
+    hits = Engine(m.config).search(m, "pool_pre_ping echo_pool", limit=15)
+    kept_ids = {h.event.id for h in drop_replaced(hits, m.store)}
+    # the later edit only added an option: it retires nothing (the setup exchange is still the load test's)
+    assert {h.event.id for h in hits if h.event.session_id != "setup"} <= kept_ids
+    m.close()
+
+
+def test_the_edit_that_retires_a_memory_is_found_in_the_store_when_the_prompt_misses_it(proj: Path) -> None:
+    """The replacing edit rarely matches the prompt: it is looked up by what the chosen memories quote."""
+    from memlane.retrieval.select import drop_replaced, later_edits
+
+    m = _pool_memory(proj, None)
+    hits = Retriever(m.store, m.config).search("How was the SQLAlchemy engine configured?", limit=15)
+    hits = [h for h in hits if h.event.session_id != "load"]  # the edit that replaced pool_size=10 is not a hit
+    assert {h.event.session_id for h in hits} == {"setup"}
+    assert drop_replaced(hits, m.store) == hits
+    edits = later_edits(hits, m.store)
+    assert [(e.session_id, gone) for e, gone in edits] == [("load", {"pool_size=10", "max_overflow=5"})]
+    assert drop_replaced(hits, m.store, edits) == []
+    m.close()
+
+
+def test_edit_fragments_of_claude_and_codex_edits() -> None:
+    """What an edit takes out: settings, code-like identifiers and imported libraries, not plain words."""
+    from memlane.retrieval.select import edit_sides, fragments
+
+    claude = 'Edit: web/src/lib/relativeTime.ts\n- import moment from "moment";\nconst t = moment(iso).fromNow();'
+    claude += '\n+ import { formatDistanceToNow } from "date-fns";\nconst t = formatDistanceToNow(new Date(iso));'
+    old, new = edit_sides(claude) or ("", "")
+    assert fragments(old) - fragments(new) == {"moment", "fromNow"}
+    codex = (
+        "apply_patch: app/auth/tokens.py\n*** Begin Patch\n*** Update File: app/auth/tokens.py\n@@\n"
+        " REFRESH_TTL = 1209600\n-ACCESS_TTL = 900\n+ACCESS_TTL = 1800\n*** End Patch"
+    )
+    old, new = edit_sides(codex) or ("", "")
+    assert fragments(old) - fragments(new) == {"ACCESS_TTL=900"}
+    assert edit_sides("Bash: git diff\n- removed words here\n+ added") is None  # only edit tools' records
+    assert fragments("we removed the retry comment") == set()
+
+
+def test_a_pasted_error_brings_the_answer_of_the_session_that_showed_it(proj: Path, embedder: Any) -> None:
+    """The tool output with the error matches best; the answer that explained it comes along."""
+    from memlane.retrieval.select import ANSWERS
+
+    m = Memory.open(proj)
+    flaky = [
+        ("user_prompt", "test_label_generation is flaky in CI, about one run in five fails."),
+        (
+            "tool_observation",
+            "Bash: pytest tests/test_labels.py::test_label_generation -q --count 20\nExit code 1\n....F....\n"
+            "E   AssertionError: assert None is not None\n"
+            "E    +  where None = Shipment(id=881).label_url",
+        ),
+        ("user_prompt", "Make it deterministic."),
+        (
+            "agent_response",
+            "The test asserted before the worker had rendered the PDF; tests now set CELERY_TASK_ALWAYS_EAGER=True so"
+            " tasks run inline.",
+        ),
+    ]
+    events = [NewEvent(kind, "flaky", text, str(i)) for i, (kind, text) in enumerate(flaky)]
+    events += [NewEvent(kind, sid, text, str(i)) for i, (sid, kind, text) in enumerate(ONE_PROJECT)]
+    m.store.append(events)
+    process_outbox(m, embedder)
+    query = "AssertionError: assert None is not None where None = Shipment(id=881).label_url"
+    found = Engine(m.config).relevant(m, query)
+    assert found[0].event.type == "tool_observation"
+    assert any(h.event.session_id == "flaky" and h.event.type in ANSWERS for h in found)
     m.close()
 
 

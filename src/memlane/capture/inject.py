@@ -68,11 +68,12 @@ def prompt_hits(
     if len(prompt.strip()) < cfg.injection.min_prompt_chars:
         return []
     from memlane.retrieval.hybrid import Retriever
-    from memlane.retrieval.select import gate
+    from memlane.retrieval.select import select_for_injection
 
     prompt = query_of(prompt)  # a pasted 19 MB log costs what its head and tail cost
     hits = Retriever(store, cfg).search(prompt, limit=cfg.injection.max_results * 3, exclude_ids=exclude_ids)
-    return gate(without_keys(store, hits, exclude_keys), cfg.retrieval, cfg.injection.max_results)
+    # no vectors: no similarity-based supersession
+    return select_for_injection(without_keys(store, hits, exclude_keys), None, cfg, store)
 
 
 def prompt_memories(store: Store, prompt: str, cfg: Config, exclude_ids: Sequence[str] = ()) -> list[Event]:

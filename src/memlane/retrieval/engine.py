@@ -200,7 +200,7 @@ class Engine:
         if cfg.retrieval.cross_project:
             hits.extend(self._other_projects(memory, prompt, cfg.injection.max_results))
             hits.sort(key=lambda h: -h.score)
-        return select_for_injection(hits, self.index(memory.project.id), cfg)
+        return select_for_injection(hits, self.index(memory.project.id), cfg, memory.store)
 
     def _other_projects(self, memory: Memory, prompt: str, limit: int) -> list[Hit]:
         """Only when the user enabled ``retrieval.cross_project``: memories of their other projects."""

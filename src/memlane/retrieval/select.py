@@ -6,6 +6,7 @@ they cannot disagree. Stdlib only: the hooks import it.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from memlane.logs import log
@@ -14,19 +15,30 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from memlane.config import Config
     from memlane.retrieval.hybrid import Hit
+    from memlane.store.db import Event
 
 
-def select_for_injection(hits: list[Hit], index: Any, cfg: Config) -> list[Hit]:
-    """What a prompt gets: the gated hits, without memories a newer one on the same subject replaces."""
-    chosen = gate(hits, cfg.retrieval, cfg.injection.max_results)
-    return supersede(chosen, index, cfg.retrieval.supersede_similarity)
+def select_for_injection(hits: list[Hit], index: Any, cfg: Config, store: Any = None) -> list[Hit]:
+    """What a prompt gets: the gated hits, without memories a newer one on the same subject replaces.
+
+    With ``store``, a replaced answer takes the prompt that asked for it along, and the edit that
+    replaced a chosen memory is looked up even when it is not among the hits (``drop_replaced``).
+    """
+    rcfg, most = cfg.retrieval, cfg.injection.max_results
+    hits = drop_replaced(hits, store)
+    chosen = gate(hits, rcfg, most)
+    if store is not None and chosen and (edits := later_edits(chosen, store)):
+        hits = drop_replaced(hits, store, edits)
+        chosen = gate(hits, rcfg, most)
+    return supersede(chosen, index, rcfg.supersede_similarity)
 
 
 def gate(hits: list[Hit], rcfg: Any, max_results: int) -> list[Hit]:
     """The hits worth injecting: labelled, over the threshold, and close to the best one.
 
     The count follows confidence: one strong memory is injected alone rather than padded with weak
-    ones (a further hit needs ``inject_relative`` of the best score).
+    ones (a further hit needs ``inject_relative`` of the best score), except that a chosen session
+    without an answer among the chosen brings its best answer over the gate (``with_answers``).
     """
     passed = [h for h in hits if h.confidence != "none" and h.score >= rcfg.inject_threshold]
     if not passed:
@@ -34,7 +46,29 @@ def gate(hits: list[Hit], rcfg: Any, max_results: int) -> list[Hit]:
     best = max(h.score for h in passed)
     # Not one per session: tried, and a session's best-ranked event is often its summary or prompt
     # rather than the answer itself (coding replay dev: 0.61 → 0.47 of answers injected).
-    return [h for h in passed if h.score >= rcfg.inject_relative * best][:max_results]
+    chosen = [h for h in passed if h.score >= rcfg.inject_relative * best][:max_results]
+    return with_answers(chosen, passed, max_results)
+
+
+ANSWERS = ("agent_response", "session_summary")
+
+
+def with_answers(chosen: list[Hit], passed: list[Hit], max_results: int) -> list[Hit]:
+    """Add its best answer over the gate to each chosen session that has none among the chosen.
+
+    A pasted error often matches the tool output that showed it far better than the answer that
+    explained it; the output alone says what happened, not what was found or done about it.
+    """
+    answered = {h.event.session_id for h in chosen if h.event.type in ANSWERS}
+    missing = {h.event.session_id for h in chosen} - answered
+    out = list(chosen)
+    for h in passed:
+        if len(out) >= max_results or not missing:
+            break
+        if h.event.session_id in missing and h.event.type in ANSWERS:
+            out.append(h)
+            missing.discard(h.event.session_id)
+    return out
 
 
 def supersede(hits: list[Hit], index: Any, similarity: float) -> list[Hit]:
@@ -61,3 +95,139 @@ def supersede(hits: list[Hit], index: Any, similarity: float) -> list[Hit]:
                 older = a if a.event.ts < b.event.ts else b
                 stale.add(older.event.id)
     return [h for h in hits if h.event.id not in stale]
+
+
+# ---- knowledge updates read from edits --------------------------------------------------------------------
+
+_EDIT_HEADER = re.compile(r"^(?:Edit|MultiEdit): [^\n]*\n")
+# Code-like fragments: `name=value` settings with a literal value, and identifiers that are dotted,
+# snake_case, camelCase or carry a digit (pool_size=10, date.today, fromNow, ACCESS_TOKEN_TTL). Plain
+# words are too common to say that a memory quotes the removed code; they count only as the module of
+# an import (a library).
+_SETTING = re.compile(r"\b\w+\s*=\s*(?:-?\d[\d.]*\b|\"[^\"\n]*\"|'[^'\n]*'|True\b|False\b|None\b|true\b|false\b)")
+_IDENTIFIER = re.compile(r"[A-Za-z_][\w.]*\w")
+_CODE_LIKE = re.compile(r"[._\d]|[a-z][A-Z]")
+_IMPORT = re.compile(r"""(?:^|\s)(?:import|from)\s+["']?([A-Za-z_][\w.-]*)|require\(["']([A-Za-z_][\w.-]*)["']\)""")
+MIN_FRAGMENT = 4
+
+
+def fragments(text: str) -> set[str]:
+    """The code-like fragments of a text (settings with spaces around ``=`` normalised)."""
+    found = {re.sub(r"\s*=\s*", "=", m) for m in _SETTING.findall(text)}
+    found.update(m for m in _IDENTIFIER.findall(text) if _CODE_LIKE.search(m))
+    for a, b in _IMPORT.findall(text):
+        found.add(a or b)
+    return {f for f in found if len(f) >= MIN_FRAGMENT}
+
+
+def edit_sides(content: str) -> tuple[str, str] | None:
+    """(removed text, added text) of an edit memory: a Claude Code Edit/MultiEdit (``- old`` / ``+ new``,
+    an old or new string's further lines unprefixed) or a Codex ``apply_patch``; None for anything else."""
+    old: list[str] = []
+    new: list[str] = []
+    if "*** Begin Patch" in content:
+        for line in content.splitlines():
+            if line.startswith("-") and not line.startswith("---"):
+                old.append(line[1:])
+            elif line.startswith("+") and not line.startswith("+++"):
+                new.append(line[1:])
+        return "\n".join(old), "\n".join(new)
+    head = _EDIT_HEADER.match(content)
+    if head is None:
+        return None
+    side: list[str] | None = None
+    for line in content[head.end() :].splitlines():
+        if line.startswith("- "):
+            side, line = old, line[2:]
+        elif line.startswith("+ "):
+            side, line = new, line[2:]
+        if side is not None:
+            side.append(line)
+    return "\n".join(old), "\n".join(new)
+
+
+def removed_fragments(event: Event) -> set[str]:
+    """Code-like fragments an edit took out and did not put back (empty for anything but an edit)."""
+    if event.type != "tool_observation":
+        return set()
+    sides = edit_sides(event.content)
+    if sides is None:
+        return set()
+    return fragments(sides[0]) - fragments(sides[1])
+
+
+LOOKUP_EDITS = 20  # later edits read from the store per prompt
+LOOKUP_TERMS = 8  # fragments of the chosen memories searched for, rarest first ...
+LOOKUP_POSTINGS = 5_000  # ... while their words' document counts add up to at most this
+_WORD = re.compile(r"[^\W_]+")
+
+
+def drop_replaced(hits: list[Hit], store: Any = None, edits: list[tuple[Event, set[str]]] | None = None) -> list[Hit]:
+    """Leave out memories that a later edit proves stale, with their whole exchange.
+
+    When an edit removes a setting, an identifier or an imported library (``pool_size=10``,
+    ``moment``) and does not put it back, an earlier memory quoting it describes code that no longer
+    exists; the prompt that asked for it and the rest of that exchange are history too, so they go
+    with it. Memories of the edit's own exchange stay (they are the change itself). The edits are
+    those among the hits, plus ``edits`` (from ``later_edits``). Runs before the gate, so the
+    adaptive count is measured against what is still current.
+    """
+    edits = [(h.event, gone) for h in hits if (gone := removed_fragments(h.event))] + list(edits or [])
+    if not edits:
+        return hits
+    exchange = _exchanges([h.event for h in hits] + [e for e, _ in edits], store)
+    stale: set[str] = set()
+    for h in hits:
+        quoted = fragments(h.event.content)
+        for edit, gone in edits:
+            later = h.event.ts < edit.ts and exchange[h.event.id] != exchange[edit.id]
+            if later and quoted & gone:
+                stale.add(exchange[h.event.id])
+                break
+    return [h for h in hits if exchange[h.event.id] not in stale]
+
+
+def later_edits(hits: list[Hit], store: Any) -> list[tuple[Event, set[str]]]:
+    """Edits in the store, later than the earliest of ``hits``, that take out a fragment one of them quotes.
+
+    The edit that replaced an answer rarely matches the prompt itself, so it is looked up by what the
+    chosen memories quote: one full-text query for their rarest fragments (a setting by its name),
+    kept within a postings budget so a prompt never pays for common words.
+    """
+    quoted: set[str] = set()
+    for h in hits:
+        quoted |= fragments(h.event.content)
+    keys = {f.split("=", 1)[0]: [w.lower() for w in _WORD.findall(f.split("=", 1)[0])] for f in quoted}
+    keys = {k: words for k, words in keys.items() if words}
+    if not keys:
+        return []
+    try:
+        df = store.doc_freqs({w for words in keys.values() for w in words})
+        cost = {k: sum(df.get(w, 0) for w in words) for k, words in keys.items()}
+        chosen: list[str] = []
+        spent = 0
+        for key in sorted(cost, key=lambda k: (cost[k], k)):
+            if not cost[key] or len(chosen) >= LOOKUP_TERMS or spent + cost[key] > LOOKUP_POSTINGS:
+                continue  # a key the index has never seen cannot be in an edit either
+            chosen.append(key)
+            spent += cost[key]
+        if not chosen:
+            return []
+        since = min(h.event.ts for h in hits)
+        found = store.fts(" ".join(chosen), limit=LOOKUP_EDITS, types=["tool_observation"], since=since)
+    except Exception as exc:  # noqa: BLE001 - a failed read must not stop the injection
+        log("retrieval", "warning", f"edit lookup skipped: {exc!r}")
+        return []
+    known = {h.event.id for h in hits}
+    return [(e, gone) for e, _ in found if e.id not in known and (gone := removed_fragments(e) & quoted)]
+
+
+def _exchanges(events: list[Event], store: Any) -> dict[str, str]:
+    """Each event's exchange: the id of the user prompt that opened it (the event itself without a store)."""
+    prompts: dict[str, Any] = {}
+    if store is not None:
+        try:
+            prompts = store.exchange_prompts([e for e in events if e.type != "user_prompt"])
+        except Exception as exc:  # noqa: BLE001 - a failed read must not stop the injection
+            log("retrieval", "warning", f"exchange lookup skipped: {exc!r}")
+    return {e.id: prompts[e.id].id if e.id in prompts else e.id for e in events}
