@@ -130,6 +130,22 @@ class FullTextStore(EventStore):
                     out[term] = int(found[term])
         return out
 
+    def index_stats(self) -> tuple[int, float]:
+        """(rows in the word index, their average length in tokens): BM25's N and avgdl, exactly and in O(1).
+
+        FTS5 keeps both in its "averages" record (row 1 of ``events_fts_data``: varints row count, then
+        token count per column), updated with every insert and delete.
+        """
+        try:
+            row = self.db.execute("SELECT block FROM events_fts_data WHERE id = 1").fetchone()
+        except sqlite3.OperationalError:
+            row = None
+        if not row or not row[0]:
+            return 0, 0.0
+        rows, at = _varint(row[0], 0)
+        tokens, _ = _varint(row[0], at) if at < len(row[0]) else (0, at)
+        return rows, (tokens / rows if rows else 0.0)
+
     # ---- full-text -----------------------------------------------------------------------------
 
     def fts(
@@ -287,6 +303,22 @@ def parse_query(query: str) -> tuple[list[str], list[str], list[str]]:
             continue
         words[_quote(chunk)] = None
     return list(words)[:_MAX_WORDS], list(trigrams)[:_MAX_TRIGRAMS], list(short_cjk)[:_MAX_SHORT_CJK]
+
+
+def _varint(blob: bytes, at: int) -> tuple[int, int]:
+    """One SQLite varint (big-endian 7-bit groups, a ninth byte of 8 bits): (value, next offset)."""
+    value = 0
+    for n in range(9):
+        if at >= len(blob):
+            break
+        byte = blob[at]
+        at += 1
+        if n == 8:
+            return (value << 8) | byte, at
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            break
+    return value, at
 
 
 def _quote(term: str) -> str:
