@@ -90,6 +90,7 @@ _DF_CACHE_MAX = 50_000
 _DF_CACHE: dict[tuple[str, str], tuple[int, int]] = {}  # (db file, term) → (document count, store size then)
 _CHUNK_STRIP = "\"'`()[]{}<>,;:!?."
 _CHUNK = re.compile(r"\S+")
+_PART = re.compile(r"[^\W_]+")
 
 
 class FullTextStore(EventStore):
@@ -284,6 +285,7 @@ def parse_query(query: str) -> tuple[list[str], list[str], list[str]]:
     words: dict[str, None] = {}
     trigrams: dict[str, None] = {}
     short_cjk: dict[str, None] = {}
+    parts: dict[str, None] = {}
     for n, match in enumerate(_CHUNK.finditer(query)):
         if n >= _MAX_QUERY_CHUNKS or (
             len(words) >= _MAX_WORDS and len(trigrams) >= _MAX_TRIGRAMS and len(short_cjk) >= _MAX_SHORT_CJK
@@ -302,7 +304,17 @@ def parse_query(query: str) -> tuple[list[str], list[str], list[str]]:
         if chunk.lower() in _STOPWORDS or not any(ch.isalnum() for ch in chunk):
             continue
         words[_quote(chunk)] = None
-    return list(words)[:_MAX_WORDS], list(trigrams)[:_MAX_TRIGRAMS], list(short_cjk)[:_MAX_SHORT_CJK]
+        # A chunk of several words (pool_manager.py, Shipment(id=881).label_url) is a phrase, and each of
+        # its words is a term too, as plain BM25 has it: an event naming ``label_url`` but not the whole
+        # chunk still matches, and one with the whole phrase gets the phrase's weight on top.
+        # They come after the chunks, with their own cap, so a pasted traceback's paths do not crowd out
+        # the error message's words.
+        found = _PART.findall(chunk)
+        if len(found) > 1 and len(parts) < _MAX_WORDS:
+            parts.update((_quote(p), None) for p in found if p.lower() not in _STOPWORDS)
+    chunks = list(words)[:_MAX_WORDS]
+    extra = [p for p in parts if p not in words][:_MAX_WORDS]
+    return chunks + extra, list(trigrams)[:_MAX_TRIGRAMS], list(short_cjk)[:_MAX_SHORT_CJK]
 
 
 def _varint(blob: bytes, at: int) -> tuple[int, int]:
