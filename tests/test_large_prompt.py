@@ -37,9 +37,9 @@ def test_parse_query_stops_scanning_a_huge_query(monkeypatch: pytest.MonkeyPatch
     assert len(seen) <= fulltext._MAX_QUERY_CHUNKS  # not a million
 
 
-def test_parse_query_unchanged_for_ordinary_queries() -> None:
+def test_parse_query_of_an_ordinary_query() -> None:
     words, trigrams, short = parse_query('the pool_manager.py "timeout" 연결 데이터베이스 and, again: pool')
-    assert words == ['"pool_manager.py"', '"timeout"', '"again"', '"pool"']
+    assert words == ['"pool_manager.py"', '"timeout"', '"again"', '"pool"', '"manager"', '"py"']
     assert short == ["연결"]
     assert trigrams == ['"데이터"', '"이터베"', '"터베이"', '"베이스"']
 

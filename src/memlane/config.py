@@ -160,12 +160,12 @@ class VectorsConfig(Section):
 
 class RetrievalConfig(Section):
     hybrid_weights: list[float] = _f(
-        [-4.555, 4.523, 0.0, 7.273],
+        [-4.549, 5.696, 0.0, 7.723],
         "Logistic weights [bias, text, cosine, stand-out] of P(memory bears on the query); "
         "fitted on the benchmarks' dev split by benchmarks/calibrate.py.",
     )
     text_weights: list[float] = _f(
-        [-4.463, 7.715], "Logistic weights [bias, text] when there is no vector side (full text only)."
+        [-4.602, 11.693], "Logistic weights [bias, text] when there is no vector side (full text only)."
     )
     w_recency: float = _f(
         1.0, "How much being newer than the other candidates reorders results (relative nudge; never the score)."

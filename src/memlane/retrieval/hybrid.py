@@ -11,6 +11,8 @@ GIL, so a search costs about max(embed, FTS) + vector search + fusion rather tha
 from __future__ import annotations
 
 import re
+import unicodedata
+from collections import Counter
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
@@ -60,7 +62,11 @@ class Hit:
 def query_terms(query: str) -> tuple[list[list[str]], list[str]]:
     """Word terms (each a list of tokens: a phrase like pool_manager.py is several) and CJK trigrams."""
     words, trigrams, short = parse_query(query)
-    terms = [toks for w in words if (toks := _TOKEN.findall(w.strip('"').replace('""', '"').lower()))]
+    terms = [
+        [t if t.isascii() else _fold(t) for t in toks]
+        for w in words
+        if (toks := _TOKEN.findall(w.strip('"').replace('""', '"').lower()))
+    ]
     grams = [t.strip('"') for t in trigrams] + list(short)
     return terms, grams
 
@@ -70,24 +76,40 @@ def doc_freqs(store: Store, tokens: set[str]) -> tuple[int, dict[str, int]]:
     return max(store.size_estimate(), 1), store.doc_freqs(tokens) if tokens else {}
 
 
-def coverage(event: Event, terms: list[list[str]], grams: list[str], weights: list[float]) -> tuple[float, int]:
-    """(IDF-weighted share of query terms present in the event, tokens matched); CJK trigrams weigh 1."""
+def lexical(event: Event, terms: list[list[str]], grams: list[str], weights: list[float], avg_length: float) -> float:
+    """The event's Okapi BM25 for the query terms as a share of the ideal score (``scoring.text_score``).
+
+    Computed here rather than read from FTS5's ``bm25()``: the same formula, but with the IDF that
+    never goes negative (FTS5 floors words in over half the events to ~0) and for CJK trigrams, which
+    count like a word of IDF 1 met once. A phrase term (``pool_manager.py``) counts its occurrences.
+    """
     if not terms and not grams:
-        return 0.0, 0
+        return 0.0
     text = event.content.lower()
-    tokens = set(_TOKEN.findall(text))
-    got = 0.0
-    matched = 0
+    tokens = [t if t.isascii() else _fold(t) for t in _TOKEN.findall(text)]
+    counts = Counter(tokens)
+    length = len(tokens)
+    score = ideal = 0.0
     for term, weight in zip(terms, weights, strict=True):
-        if all(t in tokens for t in term):
-            got += weight
-            matched += len(term)
+        tf = counts[term[0]] if len(term) == 1 else _phrase_count(tokens, term)
+        score += scoring.bm25_term(weight, tf, length, avg_length)
+        ideal += weight * (scoring.K1 + 1)
     for gram in grams:
         if gram in text:
-            got += 1.0
-            matched += 1
-    total = sum(weights) + len(grams)
-    return (got / total if total else 0.0), matched
+            score += 1.0
+        ideal += scoring.K1 + 1
+    return scoring.text_score(score, ideal)
+
+
+def _phrase_count(tokens: list[str], phrase: list[str]) -> int:
+    n = len(phrase)
+    first = phrase[0]
+    return sum(1 for i, t in enumerate(tokens) if t == first and tokens[i : i + n] == phrase)
+
+
+def _fold(token: str) -> str:
+    """Without diacritics, as the word index stores it (``remove_diacritics``): café → cafe."""
+    return "".join(ch for ch in unicodedata.normalize("NFD", token) if not unicodedata.combining(ch))
 
 
 def mostly_cjk(text: str) -> bool:
@@ -194,17 +216,17 @@ class Retriever:
             until = min(filter(None, [filters["until"], _iso(span[1])]))
             inside = {**filters, "since": since, "until": until}
             text_hits += self.store.fts(words, limit=rcfg.candidates, exclude_ids=exclude_ids, **inside)
-        relative: dict[str, float] = {}
-        for found_event, rel in text_hits:
-            relative[found_event.id] = max(rel, relative.get(found_event.id, 0.0))
         events = {e.id: e for e, _ in text_hits}
         terms, grams = query_terms(words)
         total, df = doc_freqs(self.store, {t for term in terms for t in term})  # still overlapping the embedding
+        rows_indexed, avg_length = self.store.index_stats()
+        total = rows_indexed or total
         near = self._vector_candidates(pending, exclude_ids, filters)
         if inside is not None:  # and by meaning, from inside that time
             for event_id, neighbour in self._vector_candidates(pending, exclude_ids, inside).items():
                 near.setdefault(event_id, neighbour)
-        weights = [sum(scoring.idf(total, df.get(t, 0)) for t in term) / len(term) for term in terms]
+        # A phrase is at least as rare as its rarest word.
+        weights = [scoring.idf(total, min(df.get(t, 0) for t in term)) for term in terms]
         cosines = sorted(n.similarity for n in near.values())
         # The median neighbour is the "on topic" level; a store too small for a median gets the level of
         # unrelated text instead (a two-memory store's median is its best match).
@@ -226,10 +248,7 @@ class Retriever:
                 kind, ts, session_id = event.type, event.ts, event.session_id
             if kind in ("session_start", "session_end"):
                 continue
-            text = 0.0
-            if event_id in relative:
-                share, matched = coverage(events[event_id], terms, grams, weights)
-                text = scoring.text_score(share, relative[event_id], matched)
+            text = lexical(events[event_id], terms, grams, weights, avg_length) if event_id in events else 0.0
             cosine = near[event_id].similarity if event_id in near else floor
             rows.append((event_id, event, kind, ts, session_id, text, cosine))
         ranked: list[_Candidate] = []

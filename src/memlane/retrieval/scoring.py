@@ -2,9 +2,9 @@
 
 Evidence per candidate:
 
-- text ``t`` in [0, 1]: IDF-weighted share of the query's words found in the event, scaled by its
-  BM25 rank relative to the best hit — exact identifiers (file names, error codes) are rare words, so
-  they carry most of the weight;
+- text ``t`` in [0, 1): the event's Okapi BM25 score for the query as a share of the most any event
+  could score (``text_score``) — so text-only results are in BM25 order, and exact identifiers (file
+  names, error codes) are rare words that carry most of the weight;
 - cosine ``c``: the best cosine similarity between the query and one of the event's vectors;
 - stand-out ``s``: ``c`` minus the median cosine of the query's nearest neighbours. In a store about
   one subject (one codebase, one long conversation) every memory is "about" the query and raw cosines
@@ -55,10 +55,26 @@ def sigmoid(z: float) -> float:
     return e / (1.0 + e)
 
 
-def text_score(coverage: float, relative_bm25: float, matched_tokens: int) -> float:
-    """Lexical evidence. One shared word is weak evidence however rare; each further one adds."""
-    support = 0.5 + 0.5 * (1 - 0.5**matched_tokens)
-    return clamp(coverage * (0.6 + 0.4 * clamp(relative_bm25)) * support)
+K1, B = 1.2, 0.75  # Okapi BM25's term-frequency saturation and length normalisation (FTS5's and Lucene's defaults)
+
+
+def bm25_term(idf_weight: float, tf: int, length: int, avg_length: float) -> float:
+    """One query term's Okapi BM25 contribution to an event of ``length`` tokens."""
+    if tf <= 0:
+        return 0.0
+    norm = 1 - B + B * length / avg_length if avg_length > 0 else 1.0
+    return idf_weight * tf * (K1 + 1) / (tf + K1 * norm)
+
+
+def text_score(bm25: float, ideal: float) -> float:
+    """Lexical evidence: the event's BM25 as a share of the most any event could score for this query.
+
+    A term contributes at most ``idf · (k1 + 1)`` (many occurrences), so ``ideal`` is that sum and the
+    share lies in [0, 1). It is BM25 divided by a constant of the query, so it orders a query's
+    candidates exactly as BM25 does, while its scale means the same across queries: every query word
+    once in an event of average length is ~0.45; one rare word of a five-word query, much less.
+    """
+    return bm25 / ideal if ideal > 0 else 0.0
 
 
 # Ranks (1 / (1 + position) in the full-text or vector list) were tried as features and dropped: every

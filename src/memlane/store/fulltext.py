@@ -97,6 +97,7 @@ def _fresh(then: int, size: int) -> bool:
 
 _CHUNK_STRIP = "\"'`()[]{}<>,;:!?."
 _CHUNK = re.compile(r"\S+")
+_PART = re.compile(r"[^\W_]+")
 
 
 class FullTextStore(EventStore):
@@ -166,6 +167,22 @@ class FullTextStore(EventStore):
             pass
         finally:
             self.db.execute(f"PRAGMA busy_timeout = {int(timeout)}")
+
+    def index_stats(self) -> tuple[int, float]:
+        """(rows in the word index, their average length in tokens): BM25's N and avgdl, exactly and in O(1).
+
+        FTS5 keeps both in its "averages" record (row 1 of ``events_fts_data``: varints row count, then
+        token count per column), updated with every insert and delete.
+        """
+        try:
+            row = self.db.execute("SELECT block FROM events_fts_data WHERE id = 1").fetchone()
+        except sqlite3.OperationalError:
+            row = None
+        if not row or not row[0]:
+            return 0, 0.0
+        rows, at = _varint(row[0], 0)
+        tokens, _ = _varint(row[0], at) if at < len(row[0]) else (0, at)
+        return rows, (tokens / rows if rows else 0.0)
 
     # ---- full-text -----------------------------------------------------------------------------
 
@@ -305,6 +322,7 @@ def parse_query(query: str) -> tuple[list[str], list[str], list[str]]:
     words: dict[str, None] = {}
     trigrams: dict[str, None] = {}
     short_cjk: dict[str, None] = {}
+    parts: dict[str, None] = {}
     for n, match in enumerate(_CHUNK.finditer(query)):
         if n >= _MAX_QUERY_CHUNKS or (
             len(words) >= _MAX_WORDS and len(trigrams) >= _MAX_TRIGRAMS and len(short_cjk) >= _MAX_SHORT_CJK
@@ -323,7 +341,33 @@ def parse_query(query: str) -> tuple[list[str], list[str], list[str]]:
         if chunk.lower() in _STOPWORDS or not any(ch.isalnum() for ch in chunk):
             continue
         words[_quote(chunk)] = None
-    return list(words)[:_MAX_WORDS], list(trigrams)[:_MAX_TRIGRAMS], list(short_cjk)[:_MAX_SHORT_CJK]
+        # A chunk of several words (pool_manager.py, Shipment(id=881).label_url) is a phrase, and each of
+        # its words is a term too, as plain BM25 has it: an event naming ``label_url`` but not the whole
+        # chunk still matches, and one with the whole phrase gets the phrase's weight on top.
+        # They come after the chunks, with their own cap, so a pasted traceback's paths do not crowd out
+        # the error message's words.
+        found = _PART.findall(chunk)
+        if len(found) > 1 and len(parts) < _MAX_WORDS:
+            parts.update((_quote(p), None) for p in found if p.lower() not in _STOPWORDS)
+    chunks = list(words)[:_MAX_WORDS]
+    extra = [p for p in parts if p not in words][:_MAX_WORDS]
+    return chunks + extra, list(trigrams)[:_MAX_TRIGRAMS], list(short_cjk)[:_MAX_SHORT_CJK]
+
+
+def _varint(blob: bytes, at: int) -> tuple[int, int]:
+    """One SQLite varint (big-endian 7-bit groups, a ninth byte of 8 bits): (value, next offset)."""
+    value = 0
+    for n in range(9):
+        if at >= len(blob):
+            break
+        byte = blob[at]
+        at += 1
+        if n == 8:
+            return (value << 8) | byte, at
+        value = (value << 7) | (byte & 0x7F)
+        if not byte & 0x80:
+            break
+    return value, at
 
 
 def _quote(term: str) -> str:
