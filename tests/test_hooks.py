@@ -371,3 +371,28 @@ def test_unwritable_data_dir_fails_open(proj: Path, tmp_path: Path) -> None:
         "UserPromptSubmit", payload("02-UserPromptSubmit.json", cwd=str(proj)), env={"MEMLANE_HOME": str(ro)}
     )
     assert result.returncode == 0 and b"Traceback" not in result.stderr
+
+
+def test_a_session_whose_end_never_ran_is_summarized_at_the_next_start(hook, proj: Path) -> None:  # type: ignore[no-untyped-def]
+    """`claude -p` kills the async SessionEnd hook; the next SessionStart gives that session its summary, and a
+    late SessionEnd (or a second start) still leaves exactly one."""
+    from memlane import project as projects
+    from memlane.store.db import Store
+
+    first = {"session_id": "killed-end"}
+    hook("SessionStart", payload("01-SessionStart.json", **first))
+    hook("UserPromptSubmit", payload("02-UserPromptSubmit.json", **first, prompt="fix the pool timeout in checkout"))
+    hook("Stop", payload("05-Stop.json", **first, last_assistant_message="Raised pool_size to 20; tests pass."))
+    proj_id = projects.identify(str(proj))
+
+    def summaries() -> list[str]:
+        with Store(proj_id.db_file, proj_id.id) as store:
+            return [e.content for e in store.history(session="killed-end", types=["session_summary"], limit=10)]
+
+    assert summaries() == []
+    hook("SessionStart", payload("07-SessionStart.json", session_id="next-one"))
+    (late,) = summaries()
+    assert "pool" in late
+    hook("SessionStart", payload("07-SessionStart.json", session_id="third-one"))
+    hook("SessionEnd", payload("06-SessionEnd.json", **first))
+    assert len(summaries()) == 1

@@ -183,6 +183,25 @@ def _session_end_summary(store: Store, session_id: str, payload: dict[str, Any])
     refresh(store, session_id, turn, {"cwd": payload.get("cwd"), "source": "extractive"})
 
 
+UNENDED_PER_START = 3  # sessions summarized late per SessionStart: bounded, so a start stays cheap
+
+
+def _summarize_unended(store: Store, session_id: str, payload: dict[str, Any]) -> None:
+    """Summarize earlier sessions whose SessionEnd never ran.
+
+    SessionEnd is an async hook: `claude -p` exits before it finishes and kills it, and a closed terminal
+    never sends it. The next SessionStart in the project gives such sessions the summary their end would
+    have made (a later SessionEnd or import of the same session replaces it: one summary per session).
+    """
+    from memlane.capture.summary import refresh
+
+    try:
+        for sid in store.unsummarized_sessions(session_id, UNENDED_PER_START):
+            refresh(store, sid, "unended", {"cwd": payload.get("cwd"), "source": "extractive", "recovered": True})
+    except (sqlite3.Error, OSError) as exc:
+        log("hooks", "warning", f"late session summaries skipped: {exc!r}")
+
+
 def _replace_imported(store: Store, session_id: str, kind: str) -> None:
     """A session imported before its hooks ran got start/end markers from the import; the live marker
     now stands for it, so the session keeps one start and one end."""
@@ -358,6 +377,8 @@ def handle(event: str, raw: bytes) -> str:
             _session_end_summary(store, payload["session_id"], payload)
         elif event == "SessionStart" and batch and batch[0].metadata.get("source") == "startup":
             _replace_imported(store, payload["session_id"], "session_start")
+        if event == "SessionStart":
+            _summarize_unended(store, payload["session_id"], payload)
         note = _workflow(event, payload, proj, cfg, response)
         if event == "UserPromptSubmit" and batch and ids:
             _learn_preferences(store, proj, cfg, ids[0], batch[0].content)

@@ -144,6 +144,15 @@ class EventStore(StoreConnection):
             r[0] for key in dedupe_keys for r in self.db.execute("SELECT id FROM events WHERE dedupe_key = ?", (key,))
         ]
 
+    def unsummarized_sessions(self, exclude: str, limit: int) -> list[str]:
+        """Ids of other sessions with prompts but neither an end nor a summary, most recently active first."""
+        rows = self.db.execute(
+            "SELECT id FROM sessions WHERE id != ? AND ended_at IS NULL AND summary IS NULL AND prompt_count > 0"
+            " ORDER BY last_activity DESC LIMIT ?",
+            (exclude, limit),
+        )
+        return [r[0] for r in rows]
+
     def has_dedupe_key(self, dedupe_key: str) -> bool:
         return self.db.execute("SELECT 1 FROM events WHERE dedupe_key = ?", (dedupe_key,)).fetchone() is not None
 
