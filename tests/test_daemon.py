@@ -131,9 +131,9 @@ def test_hook_client_uses_daemon_and_falls_back_when_down(daemon: dict, hook, pr
     assert "[mem:" in json.loads(out)["hookSpecificOutput"]["additionalContext"]
 
 
-def test_hook_asks_before_storing_and_never_gets_its_own_prompt_back(daemon: dict, hook, proj: Path) -> None:  # type: ignore[no-untyped-def, type-arg]
-    """The hook sends the prompt to the daemon before it writes the prompt event (the two overlap): the daemon
-    drops the prompt's own event by its dedupe key, looked up after the search, whichever finished first."""
+def test_hook_never_gets_its_own_prompt_back_and_keys_exclude_too(daemon: dict, hook, proj: Path) -> None:  # type: ignore[no-untyped-def, type-arg]
+    """The hook's prompt never comes back as its own memory; other clients that ask before they write can
+    exclude an event by its dedupe key, looked up after the search, whichever finished first."""
     from memlane import project
     from memlane.capture import events as build
     from memlane.config import Config

@@ -227,12 +227,11 @@ def _learn_preferences(store: Store, proj: project.Project, cfg: config.Config, 
 
 
 class _DaemonAsk:
-    """A UserPromptSubmit's question to the daemon, sent before the prompt is stored.
+    """A UserPromptSubmit's question to the daemon, sent as soon as the prompt is stored.
 
-    The daemon embeds the prompt (most of its answer's cost) while this process writes the prompt event, so the
-    two overlap on a 2-core machine instead of adding up. The prompt's own event is excluded by its dedupe key:
-    the daemon looks the key up after its search, so whichever of the write and the search comes first, the
-    prompt never comes back as its own memory.
+    The daemon embeds the prompt (most of its answer's cost) while this process finishes its own work (spool,
+    preferences), so the two overlap. It is not sent earlier: the stored prompt counts in the word statistics
+    the daemon's search reads, and asking before the write would make the answer depend on which came first.
     """
 
     def __init__(self, body: dict[str, Any], deadline_ms: int) -> None:
@@ -255,7 +254,7 @@ class _DaemonAsk:
 
 
 def ask_daemon(
-    proj: project.Project, payload: dict[str, Any], cfg: config.Config, keys: list[str]
+    proj: project.Project, payload: dict[str, Any], cfg: config.Config, exclude_ids: list[str]
 ) -> _DaemonAsk | None:
     """Start the daemon's answer for a prompt now, if a daemon is up; None sends the hook to full-text search."""
     from memlane.daemon import state
@@ -265,7 +264,7 @@ def ask_daemon(
     body = {
         "cwd": proj.root_str,
         "prompt": inject.query_of(str(payload.get("prompt") or "")),  # a pasted log: only its head and tail
-        "exclude_keys": keys,
+        "exclude_ids": exclude_ids,
         "session_id": payload.get("session_id"),
         "working_directory": payload.get("cwd"),
     }
@@ -362,14 +361,14 @@ def handle(event: str, raw: bytes) -> str:
         log("hooks", "warning", f"cannot register project {proj.id}: {exc}")
     batch = build.BUILDERS[event](payload, cfg) if cfg.capture.enabled else []
     batch = own.drop_own(event, payload, batch)  # memlane's own commands are not memories
-    asked = None
-    if event == "UserPromptSubmit" and cfg.injection.enabled:
-        asked = ask_daemon(proj, payload, cfg, [e.key() for e in batch])
     recovered = _catch_up(payload, cfg) if event == "Stop" and cfg.capture.enabled else []
     store, ids = store_events(proj, cfg, batch, recovered)
     if store is None:
         return ""
     try:
+        asked = None
+        if event == "UserPromptSubmit" and cfg.injection.enabled:
+            asked = ask_daemon(proj, payload, cfg, ids)
         drain_spool(store)
         response = batch[0].content if event == "Stop" and batch else ""
         if event == "SessionEnd":

@@ -174,7 +174,7 @@ def test_prompt_injection_through_the_daemon_carries_editor_state(
     call(daemon, "PUT", "/api/context/volatile", {"projectRoot": str(root), "currentFile": "db/pool.py"})
     out = hook(
         "UserPromptSubmit",
-        payload("02-UserPromptSubmit.json", prompt_id="n2", prompt="the DB connection pool times out under load again"),
+        payload("02-UserPromptSubmit.json", prompt_id="n2", prompt="connection pool times out again"),
     )
     text = json.loads(out)["hookSpecificOutput"]["additionalContext"]
     assert "[mem:" in text and "currentFile: db/pool.py" in text  # only the daemon knew the current file
