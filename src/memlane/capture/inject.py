@@ -48,17 +48,7 @@ def query_of(prompt: str) -> str:
     return prompt[:QUERY_HEAD_CHARS] + "\n" + prompt[-QUERY_TAIL_CHARS:]
 
 
-def without_keys(store: Store, hits: list[Any], exclude_keys: Sequence[str]) -> list[Any]:
-    """``hits`` less the events stored under these dedupe keys (looked up now, after the search that found them)."""
-    if not exclude_keys or not hits:
-        return hits
-    drop = set(store.ids_by_dedupe_keys(list(exclude_keys)))
-    return [h for h in hits if h.event.id not in drop]
-
-
-def prompt_hits(
-    store: Store, prompt: str, cfg: Config, exclude_ids: Sequence[str] = (), exclude_keys: Sequence[str] = ()
-) -> list[Any]:
+def prompt_hits(store: Store, prompt: str, cfg: Config, exclude_ids: Sequence[str] = ()) -> list[Any]:
     """Full-text memories for a prompt, scored and gated exactly as the daemon's hybrid path gates them.
 
     This is the answer when the daemon is down or late: the same retriever and the same gate with the
@@ -73,7 +63,7 @@ def prompt_hits(
     prompt = query_of(prompt)  # a pasted 19 MB log costs what its head and tail cost
     hits = Retriever(store, cfg).search(prompt, limit=cfg.injection.max_results * 3, exclude_ids=exclude_ids)
     # no vectors: no similarity-based supersession
-    return select_for_injection(without_keys(store, hits, exclude_keys), None, cfg, store)
+    return select_for_injection(hits, None, cfg, store)
 
 
 def prompt_memories(store: Store, prompt: str, cfg: Config, exclude_ids: Sequence[str] = ()) -> list[Event]:

@@ -147,14 +147,11 @@ class Daemon:
         from memlane.capture.inject import query_of
 
         prompt = query_of(prompt)  # other clients may send a whole pasted log
-        for name in ("exclude_ids", "exclude_keys"):
-            value = body.get(name)
-            if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
-                raise InputError(f"{name} must be a list of strings")
+        value = body.get("exclude_ids")
+        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise InputError("exclude_ids must be a list of strings")
         with self.memory(body) as mem:
-            hits = self.engine.relevant(
-                mem, prompt, list(body.get("exclude_ids") or []), exclude_keys=list(body.get("exclude_keys") or [])
-            )
+            hits = self.engine.relevant(mem, prompt, list(value or []))
             context = context_routes.inject_context(self, mem, body)
             text = hits_context(hits, mem.config, mem.project.id, context)
             return {"context": text, "results": [h.event.cite for h in hits]}

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Sequence
 from typing import Any
 
 from memlane import config
@@ -177,14 +176,8 @@ class Engine:
             time.sleep(0.05)
         return False
 
-    def relevant(
-        self, memory: Memory, prompt: str, exclude_ids: list[str] | None = None, exclude_keys: Sequence[str] = ()
-    ) -> list[Hit]:
-        """Memories worth injecting for a prompt: above the inject threshold, at most max_results.
-
-        ``exclude_keys`` are dedupe keys of events that may be written while this runs (a hook asks before it
-        stores the prompt): they are looked up after the search, so an event the search saw is always found.
-        """
+    def relevant(self, memory: Memory, prompt: str, exclude_ids: list[str] | None = None) -> list[Hit]:
+        """Memories worth injecting for a prompt: above the inject threshold, at most max_results."""
         cfg = memory.config
         if len(prompt.strip()) < cfg.injection.min_prompt_chars:
             return []
@@ -192,11 +185,8 @@ class Engine:
             # Without vectors: the text-only model and the same gate, as the hooks' fallback uses.
             from memlane.capture.inject import prompt_hits
 
-            return prompt_hits(memory.store, prompt, cfg, exclude_ids or [], exclude_keys)
-        from memlane.capture.inject import without_keys
-
+            return prompt_hits(memory.store, prompt, cfg, exclude_ids or [])
         hits = self.search(memory, prompt, limit=cfg.injection.max_results * 3, exclude_ids=exclude_ids or [])
-        hits = without_keys(memory.store, hits, exclude_keys)
         if cfg.retrieval.cross_project:
             hits.extend(self._other_projects(memory, prompt, cfg.injection.max_results))
             hits.sort(key=lambda h: -h.score)
