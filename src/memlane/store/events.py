@@ -29,15 +29,8 @@ class EventStore(StoreConnection):
 
     def append(self, events: Iterable[NewEvent]) -> AppendResult:
         """Store events once each (by dedupe key), with outbox jobs and session counters."""
-        result = AppendResult()
         with self.write() as db:
-            for event in events:
-                event_id = self._insert(db, event)
-                if event_id is None:
-                    result.duplicates += 1
-                else:
-                    result.inserted.append(event_id)
-        return result
+            return self._insert_all(db, events)
 
     def replace_derived(self, old_ids: Sequence[str], events: Iterable[NewEvent]) -> AppendResult:
         """Swap derived events (a session's summary or its import markers) for new ones in one transaction.
@@ -45,25 +38,32 @@ class EventStore(StoreConnection):
         Unlike ``forget`` this is routine upkeep, not a purge: no tombstone and no index rewrite, so a
         hook can afford it. Only for events rebuilt from the session's own events.
         """
-        result = AppendResult()
         with self.write() as db:
-            sessions: set[str] = set()
-            for start in range(0, len(old_ids), 500):
-                chunk = list(old_ids[start : start + 500])
-                marks = ",".join("?" * len(chunk))
-                sessions.update(
-                    r[0] for r in db.execute(f"SELECT DISTINCT session_id FROM events WHERE id IN ({marks})", chunk)
-                )
-                db.execute(f"DELETE FROM events WHERE id IN ({marks})", chunk)
-            for sid in sessions:
-                self._recount_session(db, sid)
-            for event in events:
-                event_id = self._insert(db, event)
-                if event_id is None:
-                    result.duplicates += 1
-                else:
-                    result.inserted.append(event_id)
+            self._delete_ids(db, old_ids)
+            return self._insert_all(db, events)
+
+    def _insert_all(self, db: sqlite3.Connection, events: Iterable[NewEvent]) -> AppendResult:
+        result = AppendResult()
+        for event in events:
+            event_id = self._insert(db, event)
+            if event_id is None:
+                result.duplicates += 1
+            else:
+                result.inserted.append(event_id)
         return result
+
+    def _delete_ids(self, db: sqlite3.Connection, ids: Sequence[str]) -> None:
+        """Delete events by id (FTS rows via triggers, outbox via cascade) and recount their sessions."""
+        sessions: set[str] = set()
+        for start in range(0, len(ids), 500):  # SQLite binds at most 999 parameters per statement
+            chunk = list(ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            sessions.update(
+                r[0] for r in db.execute(f"SELECT DISTINCT session_id FROM events WHERE id IN ({marks})", chunk)
+            )
+            db.execute(f"DELETE FROM events WHERE id IN ({marks})", chunk)
+        for sid in sessions:
+            self._recount_session(db, sid)
 
     def _insert(self, db: sqlite3.Connection, event: NewEvent) -> str | None:
         dedupe = event.key()

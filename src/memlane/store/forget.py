@@ -50,16 +50,7 @@ class ForgetStore(EventStore):
             types[etype] = types.get(etype, 0) + 1
         self.db.execute("PRAGMA secure_delete = ON")
         with self.write() as db:
-            sessions: set[str] = set()
-            for start in range(0, len(ids), 500):
-                chunk = ids[start : start + 500]
-                marks = ",".join("?" * len(chunk))
-                sessions.update(
-                    r[0] for r in db.execute(f"SELECT DISTINCT session_id FROM events WHERE id IN ({marks})", chunk)
-                )
-                db.execute(f"DELETE FROM events WHERE id IN ({marks})", chunk)
-            for sid in sessions:
-                self._recount_session(db, sid)
+            self._delete_ids(db, ids)
             db.execute("DELETE FROM term_counts")  # words of the purged events may be among them; recounted later
             db.execute(
                 "INSERT INTO tombstones (ts, scope, selector, event_count, detail) VALUES (?,?,?,?,?)",
