@@ -38,6 +38,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from memlane.store.records import EVENT_TYPES
+
 REPO = Path(__file__).resolve().parents[1]
 STUB = Path(os.environ.get("CLAUDE_CODE_STUB", REPO.parent / "shared" / "claude-code" / "stub_anthropic.py"))
 if not STUB.exists():
@@ -63,15 +65,6 @@ def scripted_turn(n: int) -> dict:  # type: ignore[type-arg]
 
 FINAL = "The pool is exhausted after 30 s: connections are not released on timeout (quokka)."
 MEMLANE = [sys.executable, "-m", "memlane"]
-EVENT_TYPES = (
-    "user_prompt",
-    "agent_response",
-    "tool_observation",
-    "session_start",
-    "session_end",
-    "session_summary",
-    "compaction",
-)
 
 
 def pct(values: list[float], q: float) -> float:

@@ -193,10 +193,13 @@ def _summarize_unended(store: Store, session_id: str, payload: dict[str, Any]) -
     never sends it. The next SessionStart in the project gives such sessions the summary their end would
     have made (a later SessionEnd or import of the same session replaces it: one summary per session).
     """
-    from memlane.capture.summary import refresh
-
     try:
-        for sid in store.unsummarized_sessions(session_id, UNENDED_PER_START):
+        unended = store.unsummarized_sessions(session_id, UNENDED_PER_START)
+        if not unended:
+            return
+        from memlane.capture.summary import refresh  # only when there is one: SessionStart stays light
+
+        for sid in unended:
             refresh(store, sid, "unended", {"cwd": payload.get("cwd"), "source": "extractive", "recovered": True})
     except (sqlite3.Error, OSError) as exc:
         log("hooks", "warning", f"late session summaries skipped: {exc!r}")
