@@ -78,6 +78,38 @@ def serve_stub(tmp_path: Path, script: Path) -> Iterator[tuple[int, Path]]:
         proc.wait(timeout=10)
 
 
+class CliSession:
+    """A git project, an empty HOME and the environment that points the real CLI at the stub on ``port``."""
+
+    def __init__(self, tmp_path: Path, port: int, **extra: str) -> None:
+        self.home = tmp_path / "home"
+        self.home.mkdir()
+        self.project = tmp_path / "shop"
+        self.project.mkdir()
+        subprocess.run(["git", "init", "-q", str(self.project)], check=True)
+        self.env = {
+            **os.environ,
+            "HOME": str(self.home),
+            "MEMLANE_HOME": str(tmp_path / "memlane"),
+            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
+            "ANTHROPIC_API_KEY": "sk-ant-test",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "DISABLE_AUTOUPDATER": "1",
+            "MEMLANE_DAEMON_AUTOSTART": "false",
+            **extra,
+        }
+
+    def memlane(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "memlane", *args],
+            env=self.env,
+            cwd=self.project,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+
 @pytest.fixture
 def stub(tmp_path: Path) -> Iterator[tuple[int, Path]]:
     script = tmp_path / "script.json"

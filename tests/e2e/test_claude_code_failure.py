@@ -5,15 +5,13 @@ finish), and importing the session's transcript afterwards adds no second copy."
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from e2e.conftest import serve_stub
+from e2e.conftest import CliSession, serve_stub
 
 pytestmark = pytest.mark.e2e
 
@@ -37,26 +35,8 @@ def failing_stub(tmp_path: Path) -> Iterator[tuple[int, Path]]:
 
 def test_failed_bash_through_the_real_cli(claude_bin: Path, failing_stub: tuple[int, Path], tmp_path: Path) -> None:
     port, _ = failing_stub
-    home = tmp_path / "home"
-    home.mkdir()
-    project = tmp_path / "shop"
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
-    env = {
-        **os.environ,
-        "HOME": str(home),
-        "MEMLANE_HOME": str(tmp_path / "memlane"),
-        "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
-        "ANTHROPIC_API_KEY": "sk-ant-test",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "MEMLANE_DAEMON_AUTOSTART": "false",
-    }
-
-    def memlane(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "memlane", *args], env=env, cwd=project, capture_output=True, text=True, timeout=120
-        )
+    cli = CliSession(tmp_path, port)
+    home, project, env, memlane = cli.home, cli.project, cli.env, cli.memlane
 
     assert memlane("install").returncode == 0
     settings = json.loads((home / ".claude" / "settings.json").read_text())
@@ -109,32 +89,9 @@ def test_calls_whose_async_hooks_are_killed_are_recovered_by_stop(claude_bin: Pa
             }
         )
     )
-    home = tmp_path / "home"
-    home.mkdir()
-    project = tmp_path / "shop"
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
     with serve_stub(tmp_path, script) as (port, _):
-        env = {
-            **os.environ,
-            "HOME": str(home),
-            "MEMLANE_HOME": str(tmp_path / "memlane"),
-            "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
-            "ANTHROPIC_API_KEY": "sk-ant-test",
-            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-            "DISABLE_AUTOUPDATER": "1",
-            "MEMLANE_DAEMON_AUTOSTART": "false",
-        }
-
-        def memlane(*args: str) -> subprocess.CompletedProcess[str]:
-            return subprocess.run(
-                [sys.executable, "-m", "memlane", *args],
-                env=env,
-                cwd=project,
-                capture_output=True,
-                text=True,
-                timeout=120,
-            )
+        cli = CliSession(tmp_path, port)
+        home, project, env, memlane = cli.home, cli.project, cli.env, cli.memlane
 
         assert memlane("install").returncode == 0
         settings_file = home / ".claude" / "settings.json"
