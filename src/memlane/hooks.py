@@ -183,7 +183,7 @@ def _session_end_summary(store: Store, session_id: str, payload: dict[str, Any])
     refresh(store, session_id, turn, {"cwd": payload.get("cwd"), "source": "extractive"})
 
 
-UNENDED_PER_START = 3  # sessions summarized late per SessionStart: bounded, so a start stays cheap
+UNENDED_PER_START = 1  # the latest session left without an end (what the start context shows first); ~3 ms each
 
 
 def _summarize_unended(store: Store, session_id: str, payload: dict[str, Any]) -> None:
