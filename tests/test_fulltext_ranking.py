@@ -8,9 +8,12 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 from memlane import config
+from memlane.retrieval import scoring
 from memlane.retrieval.hybrid import Retriever
 from memlane.store import NewEvent, Store
 
@@ -112,4 +115,61 @@ def test_index_stats_are_the_word_index_row_count_and_average_length(tmp_path: P
     assert store.index_stats() == (3, 12 / 3)
     store.forget(store.select_for_forget(ids=[ids[2]]), "ids", ids[2])
     assert store.index_stats() == (2, 5 / 2)
+    store.close()
+
+
+def test_no_nudge_or_support_puts_a_clearly_weaker_bm25_match_first(tmp_path: Path) -> None:
+    # The weaker match has everything a nudge or a lift rewards: it is the newest event, an answer
+    # rather than tool output, from the day the query names ("yesterday"), and a prompt of its session
+    # matches strongly (session and exchange support). The stronger match is a tool output from months
+    # earlier, alone in its session. Its BM25 evidence is clearly higher, so it stays first.
+    store = Store(tmp_path / "m.db", "p")
+    old, new = "2026-06-01T10:00:00.000Z", "2026-11-19T10:00:00.000Z"
+    strong = "the parquet exporter crashed: parquet exporter crashed again on the nightly run"
+    weak = "looked at the exporter logs, nothing stood out"
+    events = [NewEvent("agent_response", f"f{i}", t, "1", {}, ts=old) for i, t in enumerate(FILLER)]
+    events += [
+        NewEvent("tool_observation", "a", strong, "1", {}, ts=old),
+        NewEvent("user_prompt", "b", "the parquet exporter crashed, parquet exporter crashed", "1", {}, ts=new),
+        NewEvent("agent_response", "b", weak, "2", {}, ts=new),
+    ]
+    ids = store.append(events).inserted
+    strong_id, weak_id = ids[len(FILLER)], ids[-1]
+    query, now = "why has the parquet exporter crashed yesterday", datetime(2026, 11, 20, 12, tzinfo=UTC)
+    cfg = config.Config()
+
+    def ranked() -> dict[str, tuple[int, Any]]:
+        hits = Retriever(store, cfg).search(query, limit=20, now=now)
+        return {h.event.id: (i, h) for i, h in enumerate(hits)}
+
+    hits = ranked()
+    (s_at, s_hit), (w_at, w_hit) = hits[strong_id], hits[weak_id]
+    rcfg = cfg.retrieval
+    gap = scoring.logit(scoring.probability(s_hit.sources, rcfg)) - scoring.logit(
+        scoring.probability(w_hit.sources, rcfg)
+    )
+    assert gap > rcfg.support_margin + rcfg.nudge_margin, "the fixture must make the evidence clearly different"
+    assert w_hit.sources["recency"] > s_hit.sources["recency"] and w_hit.sources["when"] > s_hit.sources["when"]
+    assert w_hit.score > s_hit.score, "the weak match's P carries its session's support (for the gate)"
+    assert s_at < w_at
+
+    # The same fixture with unbounded nudges and support puts the weak match first: what the margins stop.
+    rcfg.support_margin = rcfg.nudge_margin = 50.0
+    hits = ranked()
+    assert hits[weak_id][0] < hits[strong_id][0]
+    store.close()
+
+
+def test_of_two_equally_matching_memories_the_newer_comes_first(tmp_path: Path) -> None:
+    store = Store(tmp_path / "m.db", "p")
+    text = "the label worker now runs on rq with the redis broker"
+    ids = store.append(
+        [
+            *[NewEvent("agent_response", f"f{i}", t, "1", {}, ts=TS) for i, t in enumerate(FILLER)],
+            NewEvent("agent_response", "newer", text, "1", {}, ts="2026-11-01T10:00:00.000Z"),
+            NewEvent("agent_response", "older", text, "1", {}, ts="2026-08-01T10:00:00.000Z"),
+        ]
+    ).inserted
+    hits = Retriever(store, config.Config()).search("which queue runs the label worker")
+    assert [h.event.id for h in hits[:2]] == [ids[-2], ids[-1]]
     store.close()

@@ -47,6 +47,39 @@ def test_upgrade_from_v1_backfills_citations(tmp_path: Path) -> None:
     store.close()
 
 
+def test_session_markers_stay_out_of_the_full_text_indexes_and_bm25_statistics(tmp_path: Path) -> None:
+    """Retrieval never returns session start/end markers, so they must not weigh in BM25's N and average
+    length either; a store from before (v7) loses them from its indexes on upgrade."""
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path, isolation_level=None)
+    schema.migrate(db, target=7)
+    rows = [
+        ("session_start", "Session started in /home/dev/src/서비스 project"),
+        ("user_prompt", "why does the checkout pool time out"),
+        ("session_end", "Session ended"),
+    ]
+    for i, (kind, text) in enumerate(rows):
+        db.execute(
+            "INSERT INTO events (id, type, session_id, project_id, ts, content, canonical_key, dedupe_key, has_cjk)"
+            " VALUES (?, ?, 's', 'p', '2026-01-01T00:00:00.000Z', ?, '', ?, ?)",
+            (f"{i:032x}", kind, text, f"k{i}", int("서" in text)),
+        )
+    db.close()
+    store = Store(path, "p")
+    assert store.index_stats() == (1, 7.0)
+    assert [e.type for e, _ in store.fts("session started checkout")] == ["user_prompt"]
+    assert store.fts("서비스") == []
+    store.append(
+        [ev("Session started again", type_="session_start", session="s2"), ev("pool size raised", "t2", session="s2")]
+    )
+    assert store.index_stats() == (2, 5.0)
+    store.forget(store.select_for_forget(session="s2"), "session", "s2")  # deleting markers keeps the index sound
+    store.db.execute("INSERT INTO events_fts(events_fts) VALUES ('integrity-check')")
+    store.db.execute("INSERT INTO events_cjk(events_cjk) VALUES ('integrity-check')")
+    assert store.index_stats() == (1, 7.0)
+    store.close()
+
+
 def test_event_outbox_and_session_are_one_transaction(store: Store) -> None:
     result = store.append([ev("fix the pool"), ev("and the cache", "t2")])
     assert len(result.inserted) == 2

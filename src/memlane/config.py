@@ -167,12 +167,22 @@ class RetrievalConfig(Section):
     text_weights: list[float] = _f(
         [-4.602, 11.693], "Logistic weights [bias, text] when there is no vector side (full text only)."
     )
-    w_recency: float = _f(
-        1.0, "How much being newer than the other candidates reorders results (relative nudge; never the score)."
+    support_margin: float = _f(
+        1.0,
+        "In the order of results, the most that support from the same session and exchange can add to a "
+        "result's own evidence (log-odds); P, which the injection gate reads, keeps the whole lift.",
     )
-    w_status: float = _f(0.1, "How much the event type reorders results (relative nudge; never changes the score).")
+    nudge_margin: float = _f(
+        0.5,
+        "The most recency, type and a time named in the query can add to a result's evidence (log-odds of P) "
+        "when ordering: they reorder only results whose evidence is within this margin.",
+    )
+    w_recency: float = _f(
+        1.0, "Recency's share of the bounded nudge (nudge_margin): being newer than the other candidates."
+    )
+    w_status: float = _f(0.1, "The event type's share of the bounded nudge (nudge_margin); never changes the score.")
     when_weight: float = _f(
-        0.4, "How much a result far from a time the query names drops in the order (never in its score)."
+        0.4, "The share of the bounded nudge (nudge_margin) for being near a time the query names; never the score."
     )
     session_support: float = _f(
         0.3, "How much the best other match from the same session lifts a result (0 = off); it never lowers one."

@@ -17,7 +17,7 @@ from typing import Any
 from memlane import config
 from memlane.logs import log
 from memlane.retrieval.hybrid import Hit, Retriever
-from memlane.retrieval.select import select_for_injection
+from memlane.retrieval.select import by_support, select_for_injection
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -186,7 +186,8 @@ class Engine:
             from memlane.capture.inject import prompt_hits
 
             return prompt_hits(memory.store, prompt, cfg, exclude_ids or [])
-        hits = self.search(memory, prompt, limit=cfg.injection.max_results * 3, exclude_ids=exclude_ids or [])
+        hits = self.search(memory, prompt, limit=cfg.retrieval.candidates, exclude_ids=exclude_ids or [])
+        hits = by_support(hits, cfg.injection.max_results * 3)
         if cfg.retrieval.cross_project:
             hits.extend(self._other_projects(memory, prompt, cfg.injection.max_results))
             hits.sort(key=lambda h: -h.score)

@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from memlane.retrieval import scoring, when
-from memlane.store.db import Event, Store, parse_query
+from memlane.store.db import Event, Store, parse_query, query_stopwords
 from memlane.store.keys import cjk_count
 
 _pool: list[Any] = []
@@ -60,15 +60,19 @@ class Hit:
 
 
 def query_terms(query: str) -> tuple[list[list[str]], list[str]]:
-    """Word terms (each a list of tokens: a phrase like pool_manager.py is several) and CJK trigrams."""
+    """Word terms (each a list of tokens: a phrase like pool_manager.py is several) and CJK trigrams.
+
+    Every distinct word counts once, stop words included: they are left out of the FTS5 match (they
+    would match most of the store) but not out of the score, as plain BM25 has them — their IDF is
+    small, yet dropping them put memlane's full text below plain BM25 on the coding replay (dev).
+    """
     words, trigrams, short = parse_query(query)
-    terms = [
-        [t if t.isascii() else _fold(t) for t in toks]
-        for w in words
-        if (toks := _TOKEN.findall(w.strip('"').replace('""', '"').lower()))
-    ]
+    terms: dict[tuple[str, ...], None] = {}
+    for w in words + [f'"{s}"' for s in query_stopwords(query)]:
+        if toks := _TOKEN.findall(w.strip('"').replace('""', '"').lower()):
+            terms[tuple(t if t.isascii() else _fold(t) for t in toks)] = None
     grams = [t.strip('"') for t in trigrams] + list(short)
-    return terms, grams
+    return [list(t) for t in terms], grams
 
 
 def doc_freqs(store: Store, tokens: set[str]) -> tuple[int, dict[str, int]]:
@@ -164,8 +168,11 @@ def _recency(ranked: list[_Candidate], half_life_days: float) -> None:
 
 
 def _order(c: _Candidate, rcfg: Any) -> float:
+    """The candidate's place: its own evidence, plus what its session and exchange add to P (at most
+    ``support_margin`` in log-odds), plus the bounded recency/type/time nudge (``scoring.rank_key``)."""
     s = c.sources
-    return scoring.rank_key(c.score, s.get("recency", 0.0), s.get("prior", 1.0), s.get("when"), rcfg)
+    own = scoring.probability(s, rcfg)
+    return scoring.rank_key(own, c.score, s.get("recency", 0.0), s.get("prior", 1.0), s.get("when"), rcfg)
 
 
 def _session_support(ranked: list[_Candidate], weight: float) -> list[_Candidate]:

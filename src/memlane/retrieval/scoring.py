@@ -19,10 +19,12 @@ keeps ordering candidates that are all on-topic, and ``P`` is a probability the 
 "suggested" at ``suggest_threshold``, "high" at ``high_threshold`` with a lead over the best result
 from another session.
 
-Recency, a small prior by event type and a time named in the query only reorder results
-(``rank_key``); they never change ``P``, so a time phrase cannot push a strong match under the
-injection gate. (The type is kept out of ``P`` on purpose: fitted, it learns a benchmark's labelling
-habits — LongMemEval marks user turns as evidence — rather than what helps.)
+Recency, a small prior by event type and a time named in the query only reorder results, and only
+near-ties (``rank_key``: at most ``nudge_margin`` in log-odds, as support from the session and the
+exchange is at most ``support_margin``), so none of them can put a clearly weaker match first; they
+never change ``P``, so a time phrase cannot push a strong match under the injection gate. (The type
+is kept out of ``P`` on purpose: fitted, it learns a benchmark's labelling habits — LongMemEval marks
+user turns as evidence — rather than what helps.)
 """
 
 from __future__ import annotations
@@ -110,16 +112,27 @@ def recency(ts: str, half_life_days: float, now: float | None = None) -> float:
     return 0.5 ** (age_days / half_life_days) if half_life_days > 0 else 0.0
 
 
-def rank_key(p: float, fresh: float, prior: float, closeness: float | None, cfg: RetrievalConfig) -> float:
-    """The order of results: ``P`` nudged by recency and type and, when the query names a time, by
-    closeness to it.
+def logit(p: float) -> float:
+    p = min(max(p, 1e-12), 1 - 1e-12)
+    return math.log(p / (1 - p))
 
-    All are relative nudges, so they reorder near-equals (a newer answer over an older one with the
-    same evidence) without overturning clearly stronger evidence.
+
+def rank_key(own: float, p: float, fresh: float, prior: float, closeness: float | None, cfg: RetrievalConfig) -> float:
+    """The order of results: a result's own evidence (``logit(own)``), plus the support its session and
+    exchange add to ``P`` (``p``), plus a nudge for recency, type and a time named in the query.
+
+    Support counts up to ``cfg.support_margin`` in log-odds, and the nudge — a weighted mean of the
+    three in [0, 1] — up to ``cfg.nudge_margin``. So neither can put a result ahead of one whose own
+    evidence is clearly stronger (by more than the two margins): a newer answer goes before an older
+    one that matches as well, never before one that matches clearly better. ``P`` itself keeps the
+    whole support, for the gate.
     """
-    key = p * (1 + cfg.w_recency * fresh) * (1 - cfg.w_status * (1 - prior))
-    if closeness is not None:
-        key *= 1 - cfg.when_weight * (1 - closeness)
+    base = logit(own)
+    key = base + min(max(logit(p) - base, 0.0), cfg.support_margin)
+    weights = cfg.w_recency + cfg.w_status + cfg.when_weight
+    if weights > 0:
+        near = 1.0 if closeness is None else closeness  # no time named: every event is as near as any other
+        key += cfg.nudge_margin * (cfg.w_recency * fresh + cfg.w_status * prior + cfg.when_weight * near) / weights
     return key
 
 

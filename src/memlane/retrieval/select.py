@@ -33,6 +33,17 @@ def select_for_injection(hits: list[Hit], index: Any, cfg: Config, store: Any = 
     return supersede(chosen, index, rcfg.supersede_similarity)
 
 
+def by_support(hits: list[Hit], n: int) -> list[Hit]:
+    """The ``n`` hits with the highest P, for the injection gate.
+
+    Search order lets a session's or exchange's support lift a result only a little
+    (``retrieval.support_margin``), so it keeps lexical evidence first; P keeps the whole lift, and
+    the answer of an exchange whose tool output matched a pasted error is what a prompt wants
+    injected even when it shares no word with it (coding replay dev: 0.684 → 0.711 answers injected).
+    """
+    return sorted(hits, key=lambda h: -h.score)[:n]
+
+
 def gate(hits: list[Hit], rcfg: Any, max_results: int) -> list[Hit]:
     """The hits worth injecting: labelled, over the threshold, and close to the best one.
 

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from memlane.store.connection import REPAIR_SUFFIX, StoreDamaged, damage_message, is_damage
 from memlane.store.forget import ForgetStore
-from memlane.store.fulltext import _MAX_QUERY_CHUNKS, POSTINGS_BUDGET, FullTextStore, parse_query
+from memlane.store.fulltext import _MAX_QUERY_CHUNKS, POSTINGS_BUDGET, FullTextStore, parse_query, query_stopwords
 from memlane.store.imports import ImportsStore
 from memlane.store.outbox import OutboxStore
 from memlane.store.records import EVENT_TYPES, AppendResult, Event, NewEvent
@@ -41,6 +41,7 @@ __all__ = [
     "damage_message",
     "is_damage",
     "parse_query",
+    "query_stopwords",
 ]
 
 

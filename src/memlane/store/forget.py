@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from memlane.store import keys
+from memlane.store import keys, schema
 from memlane.store.events import EventStore
 
 TYPE_CHECKING = False
@@ -83,16 +83,19 @@ class ForgetStore(EventStore):
                 if row is None:
                     continue
                 seq, etype, session_id, old, old_cjk = row
-                db.execute("INSERT INTO events_fts(events_fts, rowid, content) VALUES ('delete', ?, ?)", (seq, old))
-                if old_cjk:
+                searched = schema.indexed(etype)  # session markers are not in the full-text indexes
+                if searched:
+                    db.execute("INSERT INTO events_fts(events_fts, rowid, content) VALUES ('delete', ?, ?)", (seq, old))
+                if searched and old_cjk:
                     db.execute("INSERT INTO events_cjk(events_cjk, rowid, content) VALUES ('delete', ?, ?)", (seq, old))
                 cjk = int(keys.has_cjk(content))
                 db.execute(
                     "UPDATE events SET content = ?, canonical_key = ?, has_cjk = ?, metadata = ? WHERE seq = ?",
                     (content, keys.canonical_key(content), cjk, json.dumps(metadata, ensure_ascii=False), seq),
                 )
-                db.execute("INSERT INTO events_fts(rowid, content) VALUES (?, ?)", (seq, content))
-                if cjk:
+                if searched:
+                    db.execute("INSERT INTO events_fts(rowid, content) VALUES (?, ?)", (seq, content))
+                if searched and cjk:
                     db.execute("INSERT INTO events_cjk(rowid, content) VALUES (?, ?)", (seq, content))
                 if etype == "session_summary":
                     db.execute(

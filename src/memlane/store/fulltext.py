@@ -354,6 +354,19 @@ def parse_query(query: str) -> tuple[list[str], list[str], list[str]]:
     return chunks + extra, list(trigrams)[:_MAX_TRIGRAMS], list(short_cjk)[:_MAX_SHORT_CJK]
 
 
+def query_stopwords(query: str) -> list[str]:
+    """The stop words ``parse_query`` leaves out of the match, lower-cased, each once: retrieval still
+    scores them, as plain BM25 does."""
+    found: dict[str, None] = {}
+    for n, match in enumerate(_CHUNK.finditer(query)):
+        if n >= _MAX_QUERY_CHUNKS:
+            break
+        chunk = match.group().strip(_CHUNK_STRIP).lower()
+        if chunk in _STOPWORDS:
+            found[chunk] = None
+    return list(found)
+
+
 def _varint(blob: bytes, at: int) -> tuple[int, int]:
     """One SQLite varint (big-endian 7-bit groups, a ninth byte of 8 bits): (value, next offset)."""
     value = 0

@@ -170,6 +170,46 @@ def _m7_term_counts(db: sqlite3.Connection) -> None:
     )
 
 
+_UNSEARCHED = "('session_start', 'session_end')"
+
+
+def _m8_fts_without_boundaries(db: sqlite3.Connection) -> None:
+    """Session start/end markers leave the word and trigram indexes. Retrieval never returns them, but
+    counted in BM25's statistics these short "Session started in /path" rows lowered the average event
+    length and inflated the document count (coding replay: 122 of 439 rows), which put memlane's full
+    text below plain BM25 over the events it can return."""
+    for name in ("events_ai", "events_ai_cjk", "events_ad", "events_ad_cjk"):
+        db.execute(f"DROP TRIGGER {name}")
+    _script(
+        db,
+        f"""
+        CREATE TRIGGER events_ai AFTER INSERT ON events WHEN new.type NOT IN {_UNSEARCHED} BEGIN
+            INSERT INTO events_fts(rowid, content) VALUES (new.seq, new.content);
+        END;
+        CREATE TRIGGER events_ai_cjk AFTER INSERT ON events WHEN new.has_cjk AND new.type NOT IN {_UNSEARCHED} BEGIN
+            INSERT INTO events_cjk(rowid, content) VALUES (new.seq, new.content);
+        END;
+        CREATE TRIGGER events_ad AFTER DELETE ON events WHEN old.type NOT IN {_UNSEARCHED} BEGIN
+            INSERT INTO events_fts(events_fts, rowid, content) VALUES ('delete', old.seq, old.content);
+        END;
+        CREATE TRIGGER events_ad_cjk AFTER DELETE ON events WHEN old.has_cjk AND old.type NOT IN {_UNSEARCHED} BEGIN
+            INSERT INTO events_cjk(events_cjk, rowid, content) VALUES ('delete', old.seq, old.content);
+        END;
+        """,
+    )
+    rows = db.execute(f"SELECT seq, content, has_cjk FROM events WHERE type IN {_UNSEARCHED}").fetchall()
+    for seq, content, cjk in rows:
+        db.execute("INSERT INTO events_fts(events_fts, rowid, content) VALUES ('delete', ?, ?)", (seq, content))
+        if cjk:
+            db.execute("INSERT INTO events_cjk(events_cjk, rowid, content) VALUES ('delete', ?, ?)", (seq, content))
+    db.execute("DELETE FROM term_counts")  # document counts without them are lower
+
+
+def indexed(event_type: str) -> bool:
+    """Whether events of this type are in the full-text indexes (the triggers' condition)."""
+    return event_type not in ("session_start", "session_end")
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", _m1_initial),
     (2, "citations", _m2_citations),
@@ -178,6 +218,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (5, "imports", _m5_imports),
     (6, "outbox_claimant", _m6_outbox_claimant),
     (7, "term_counts", _m7_term_counts),
+    (8, "fts_without_boundaries", _m8_fts_without_boundaries),
 ]
 
 LATEST = MIGRATIONS[-1][0]
