@@ -100,6 +100,32 @@ def test_text_only_results_come_in_okapi_bm25_order(tmp_path: Path) -> None:
     store.close()
 
 
+def test_stop_words_order_results_as_plain_bm25_does_but_do_not_raise_p(tmp_path: Path) -> None:
+    # Stop words are not matched (they would match most of the store) but they are scored: among the
+    # events that match a content word, the order is textbook BM25 over every word of the query.
+    texts = [
+        *FILLER,
+        "checkout pool timeout",
+        "why is the checkout pool timeout back? it was the pool in the checkout",
+        "the timeout",
+        "is it the pool or the checkout that times out, and why is it slow",
+        "pool",
+        "why is the checkout pool timeout back",  # the same content words and length as the next one:
+        "checkout pool timeout back: seven words here",  # only the stop words put it first
+    ]
+    store, ids = _store(tmp_path, texts)
+    query = "why is the checkout pool timeout back"
+    expected = _okapi(texts, query)
+    content = {"checkout", "pool", "timeout", "back"}
+    want = [i for i in sorted(range(len(texts)), key=lambda i: -expected[i]) if content & set(texts[i].split())]
+    hits = Retriever(store, config.Config()).search(query, limit=20)
+    assert [ids.index(h.event.id) for h in hits] == want
+    assert want.index(len(texts) - 2) < want.index(len(texts) - 1)
+    plain = {h.event.id: h.score for h in Retriever(store, config.Config()).search("checkout pool timeout back")}
+    assert all(h.score == plain[h.event.id] for h in hits), "P is the model of the content words alone"
+    store.close()
+
+
 def test_text_evidence_is_bm25_over_the_ideal_so_partial_matches_score_less(tmp_path: Path) -> None:
     # Scale, for the gate: an event with every query word scores more than one with only the rarest.
     texts = [*FILLER, "the exporter oom: parquet writer buffered every row", "exporter restarted"]
@@ -145,12 +171,10 @@ def test_no_nudge_or_support_puts_a_clearly_weaker_bm25_match_first(tmp_path: Pa
     hits = ranked()
     (s_at, s_hit), (w_at, w_hit) = hits[strong_id], hits[weak_id]
     rcfg = cfg.retrieval
-    gap = scoring.logit(scoring.probability(s_hit.sources, rcfg)) - scoring.logit(
-        scoring.probability(w_hit.sources, rcfg)
-    )
+    gap = scoring.evidence(s_hit.sources, rcfg) - scoring.evidence(w_hit.sources, rcfg)
     assert gap > rcfg.support_margin + rcfg.nudge_margin, "the fixture must make the evidence clearly different"
     assert w_hit.sources["recency"] > s_hit.sources["recency"] and w_hit.sources["when"] > s_hit.sources["when"]
-    assert w_hit.score > s_hit.score, "the weak match's P carries its session's support (for the gate)"
+    assert w_hit.score > scoring.probability(w_hit.sources, rcfg) + 0.1, "its P keeps the support (for the gate)"
     assert s_at < w_at
 
     # The same fixture with unbounded nudges and support puts the weak match first: what the margins stop.

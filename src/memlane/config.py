@@ -168,7 +168,7 @@ class RetrievalConfig(Section):
         [-4.602, 11.693], "Logistic weights [bias, text] when there is no vector side (full text only)."
     )
     support_margin: float = _f(
-        1.0,
+        0.75,
         "In the order of results, the most that support from the same session and exchange can add to a "
         "result's own evidence (log-odds); P, which the injection gate reads, keeps the whole lift.",
     )

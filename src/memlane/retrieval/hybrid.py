@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from memlane.retrieval import scoring, when
-from memlane.store.db import Event, Store, parse_query, query_stopwords
+from memlane.store.db import STOPWORDS, Event, Store, parse_query, query_stopwords
 from memlane.store.keys import cjk_count
 
 _pool: list[Any] = []
@@ -80,29 +80,40 @@ def doc_freqs(store: Store, tokens: set[str]) -> tuple[int, dict[str, int]]:
     return max(store.size_estimate(), 1), store.doc_freqs(tokens) if tokens else {}
 
 
-def lexical(event: Event, terms: list[list[str]], grams: list[str], weights: list[float], avg_length: float) -> float:
-    """The event's Okapi BM25 for the query terms as a share of the ideal score (``scoring.text_score``).
+def lexical(
+    event: Event, terms: list[list[str]], grams: list[str], weights: list[float], avg_length: float
+) -> tuple[float, float]:
+    """The event's Okapi BM25 for the query terms as a share of the ideal score (``scoring.text_score``):
+    (the share from the query's content words, the share its stop words add).
 
     Computed here rather than read from FTS5's ``bm25()``: the same formula, but with the IDF that
     never goes negative (FTS5 floors words in over half the events to ~0) and for CJK trigrams, which
     count like a word of IDF 1 met once. A phrase term (``pool_manager.py``) counts its occurrences.
+
+    Stop words are kept apart: plain BM25 scores them and the order follows it (``scoring.evidence``),
+    but they say little about whether a memory bears on the query, so they neither raise P (the
+    weights were fitted without them) nor, in the ideal, dilute the share of a prompt like "what did
+    we do about the pool timeout?" under the injection gate.
     """
     if not terms and not grams:
-        return 0.0
+        return 0.0, 0.0
     text = event.content.lower()
     tokens = [t if t.isascii() else _fold(t) for t in _TOKEN.findall(text)]
     counts = Counter(tokens)
     length = len(tokens)
-    score = ideal = 0.0
+    score = stop = ideal = 0.0
     for term, weight in zip(terms, weights, strict=True):
         tf = counts[term[0]] if len(term) == 1 else _phrase_count(tokens, term)
+        if len(term) == 1 and term[0] in STOPWORDS:
+            stop += scoring.bm25_term(weight, tf, length, avg_length)
+            continue
         score += scoring.bm25_term(weight, tf, length, avg_length)
         ideal += weight * (scoring.K1 + 1)
     for gram in grams:
         if gram in text:
             score += 1.0
         ideal += scoring.K1 + 1
-    return scoring.text_score(score, ideal)
+    return scoring.text_score(score, ideal), scoring.text_score(stop, ideal)
 
 
 def _phrase_count(tokens: list[str], phrase: list[str]) -> int:
@@ -171,8 +182,10 @@ def _order(c: _Candidate, rcfg: Any) -> float:
     """The candidate's place: its own evidence, plus what its session and exchange add to P (at most
     ``support_margin`` in log-odds), plus the bounded recency/type/time nudge (``scoring.rank_key``)."""
     s = c.sources
-    own = scoring.probability(s, rcfg)
-    return scoring.rank_key(own, c.score, s.get("recency", 0.0), s.get("prior", 1.0), s.get("when"), rcfg)
+    support = scoring.logit(c.score) - scoring.logit(scoring.probability(s, rcfg))  # what the lifts added
+    return scoring.rank_key(
+        scoring.evidence(s, rcfg), support, s.get("recency", 0.0), s.get("prior", 1.0), s.get("when"), rcfg
+    )
 
 
 def _session_support(ranked: list[_Candidate], weight: float) -> list[_Candidate]:
@@ -255,12 +268,14 @@ class Retriever:
                 kind, ts, session_id = event.type, event.ts, event.session_id
             if kind in ("session_start", "session_end"):
                 continue
-            text = lexical(events[event_id], terms, grams, weights, avg_length) if event_id in events else 0.0
+            text, stop = lexical(events[event_id], terms, grams, weights, avg_length) if event_id in events else (0, 0)
             cosine = near[event_id].similarity if event_id in near else floor
-            rows.append((event_id, event, kind, ts, session_id, text, cosine))
+            rows.append((event_id, event, kind, ts, session_id, text, stop, cosine))
         ranked: list[_Candidate] = []
-        for event_id, event, kind, ts, session_id, text, cosine in rows:
+        for event_id, event, kind, ts, session_id, text, stop, cosine in rows:
             sources = {"text": text, "prior": scoring.TYPE_PRIOR.get(kind, 0.5)}
+            if stop:
+                sources["stopwords"] = stop
             if cosine is not None:
                 sources.update(vector=cosine, standout=cosine - background)
             if span is not None:  # the query names a time: events from then come first (order only)

@@ -97,6 +97,15 @@ def probability(evidence: dict[str, float], cfg: RetrievalConfig) -> float:
     return sigmoid(bias + sum(w * evidence.get(n, 0.0) for w, n in zip(weights, names, strict=True)))
 
 
+def evidence(evidence: dict[str, float], cfg: RetrievalConfig) -> float:
+    """A result's own evidence in log-odds, for the order: ``logit(P)`` plus what the query's stop words
+    add to its BM25 (``stopwords``, a share on the text feature's scale, weighted like it). So text-only
+    results come in plain BM25 order, stop words and all, while P — what the gate reads — is the fitted
+    model of the query's content words."""
+    weights = cfg.hybrid_weights if "vector" in evidence else cfg.text_weights
+    return logit(probability(evidence, cfg)) + weights[1] * evidence.get("stopwords", 0.0)
+
+
 def moment(ts: str) -> float | None:
     try:
         return datetime.fromisoformat(ts.replace("Z", "+00:00")).timestamp()
@@ -117,18 +126,20 @@ def logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
-def rank_key(own: float, p: float, fresh: float, prior: float, closeness: float | None, cfg: RetrievalConfig) -> float:
-    """The order of results: a result's own evidence (``logit(own)``), plus the support its session and
-    exchange add to ``P`` (``p``), plus a nudge for recency, type and a time named in the query.
+def rank_key(
+    own: float, support: float, fresh: float, prior: float, closeness: float | None, cfg: RetrievalConfig
+) -> float:
+    """The order of results: a result's own evidence (``own``, log-odds: ``evidence``), plus the support
+    its session and exchange add to P (``support``, log-odds), plus a nudge for recency, type and a
+    time named in the query.
 
-    Support counts up to ``cfg.support_margin`` in log-odds, and the nudge — a weighted mean of the
-    three in [0, 1] — up to ``cfg.nudge_margin``. So neither can put a result ahead of one whose own
-    evidence is clearly stronger (by more than the two margins): a newer answer goes before an older
-    one that matches as well, never before one that matches clearly better. ``P`` itself keeps the
-    whole support, for the gate.
+    Support counts up to ``cfg.support_margin``, and the nudge — a weighted mean of the three in
+    [0, 1] — up to ``cfg.nudge_margin``. So neither can put a result ahead of one whose own evidence is
+    clearly stronger (by more than the two margins): a newer answer goes before an older one that
+    matches as well, never before one that matches clearly better. P itself keeps the whole support,
+    for the gate.
     """
-    base = logit(own)
-    key = base + min(max(logit(p) - base, 0.0), cfg.support_margin)
+    key = own + min(max(support, 0.0), cfg.support_margin)
     weights = cfg.w_recency + cfg.w_status + cfg.when_weight
     if weights > 0:
         near = 1.0 if closeness is None else closeness  # no time named: every event is as near as any other

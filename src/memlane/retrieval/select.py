@@ -39,7 +39,7 @@ def by_support(hits: list[Hit], n: int) -> list[Hit]:
     Search order lets a session's or exchange's support lift a result only a little
     (``retrieval.support_margin``), so it keeps lexical evidence first; P keeps the whole lift, and
     the answer of an exchange whose tool output matched a pasted error is what a prompt wants
-    injected even when it shares no word with it (coding replay dev: 0.684 → 0.711 answers injected).
+    injected even when it shares no word with it (coding replay dev: 0.711 → 0.737 answers injected).
     """
     return sorted(hits, key=lambda h: -h.score)[:n]
 

@@ -22,7 +22,14 @@ from __future__ import annotations
 
 from memlane.store.connection import REPAIR_SUFFIX, StoreDamaged, damage_message, is_damage
 from memlane.store.forget import ForgetStore
-from memlane.store.fulltext import _MAX_QUERY_CHUNKS, POSTINGS_BUDGET, FullTextStore, parse_query, query_stopwords
+from memlane.store.fulltext import (
+    _MAX_QUERY_CHUNKS,
+    POSTINGS_BUDGET,
+    STOPWORDS,
+    FullTextStore,
+    parse_query,
+    query_stopwords,
+)
 from memlane.store.imports import ImportsStore
 from memlane.store.outbox import OutboxStore
 from memlane.store.records import EVENT_TYPES, AppendResult, Event, NewEvent
@@ -32,6 +39,7 @@ __all__ = [
     "EVENT_TYPES",
     "POSTINGS_BUDGET",
     "REPAIR_SUFFIX",
+    "STOPWORDS",
     "_MAX_QUERY_CHUNKS",
     "AppendResult",
     "Event",

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
     from memlane.store.records import Event
 
-_STOPWORDS = frozenset(
+STOPWORDS = frozenset(
     [
         "a",
         "an",
@@ -338,7 +338,7 @@ def parse_query(query: str) -> tuple[list[str], list[str], list[str]]:
                 for i in range(len(chunk) - 2):
                     trigrams[_quote(chunk[i : i + 3])] = None
             continue
-        if chunk.lower() in _STOPWORDS or not any(ch.isalnum() for ch in chunk):
+        if chunk.lower() in STOPWORDS or not any(ch.isalnum() for ch in chunk):
             continue
         words[_quote(chunk)] = None
         # A chunk of several words (pool_manager.py, Shipment(id=881).label_url) is a phrase, and each of
@@ -348,7 +348,7 @@ def parse_query(query: str) -> tuple[list[str], list[str], list[str]]:
         # the error message's words.
         found = _PART.findall(chunk)
         if len(found) > 1 and len(parts) < _MAX_WORDS:
-            parts.update((_quote(p), None) for p in found if p.lower() not in _STOPWORDS)
+            parts.update((_quote(p), None) for p in found if p.lower() not in STOPWORDS)
     chunks = list(words)[:_MAX_WORDS]
     extra = [p for p in parts if p not in words][:_MAX_WORDS]
     return chunks + extra, list(trigrams)[:_MAX_TRIGRAMS], list(short_cjk)[:_MAX_SHORT_CJK]
@@ -362,7 +362,7 @@ def query_stopwords(query: str) -> list[str]:
         if n >= _MAX_QUERY_CHUNKS:
             break
         chunk = match.group().strip(_CHUNK_STRIP).lower()
-        if chunk in _STOPWORDS:
+        if chunk in STOPWORDS:
             found[chunk] = None
     return list(found)
 
