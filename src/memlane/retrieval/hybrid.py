@@ -207,7 +207,10 @@ class Retriever:
         found = when.find(query, now or datetime.now(UTC))
         span, words = found if found else (None, query)
         filters: dict[str, Any] = {"session": session, "types": types, "since": since, "until": until}
-        vectors_apply = rcfg.cjk_vectors or not mostly_cjk(query)
+        # An English-only model maps Korean/Chinese/Japanese text to near-identical vectors; a multilingual one
+        # (``multilingual = True``) is asked regardless of ``retrieval.cjk_vectors``.
+        multilingual = getattr(self.embedder, "multilingual", False)
+        vectors_apply = rcfg.cjk_vectors or multilingual or not mostly_cjk(query)
         pending = self._embed_async(query, query_vector) if vectors_apply else None
         text_hits = self.store.fts(words, limit=rcfg.candidates, exclude_ids=exclude_ids, **filters)
         inside = None
