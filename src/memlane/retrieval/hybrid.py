@@ -35,7 +35,7 @@ def _executor() -> Any:
 _TOKEN = re.compile(r"[^\W_]+")
 EXCHANGE_DEPTH = 30  # candidates whose exchange is looked up
 MIN_BACKGROUND = 10  # neighbours needed to take their median as the query's background similarity
-UNRELATED_COSINE = 0.2  # all-MiniLM-L6-v2's typical similarity between unrelated texts
+UNRELATED_COSINE = 0.2  # all-MiniLM-L6-v2's typical similarity between unrelated texts (an embedder may say its own)
 
 
 class Hit:
@@ -233,7 +233,8 @@ class Retriever:
         cosines = sorted(n.similarity for n in near.values())
         # The median neighbour is the "on topic" level; a store too small for a median gets the level of
         # unrelated text instead (a two-memory store's median is its best match).
-        background = cosines[len(cosines) // 2] if len(cosines) >= MIN_BACKGROUND else UNRELATED_COSINE
+        unrelated = getattr(self.embedder, "unrelated_cosine", UNRELATED_COSINE)
+        background = cosines[len(cosines) // 2] if len(cosines) >= MIN_BACKGROUND else unrelated
         floor = cosines[0] if cosines else None  # a candidate outside the neighbours is at most this close
         rows = []
         for event_id in {**events, **near}:
