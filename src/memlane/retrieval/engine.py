@@ -203,12 +203,12 @@ class Engine:
         return True
 
     def _vectors_for(self, memory: Memory, prompt: str) -> bool:
-        """Whether a search for ``prompt`` uses the vector side (the same rule as ``Retriever.search``)."""
-        from memlane.retrieval.hybrid import mostly_cjk
+        """Whether a search for ``prompt`` uses the vector side (the rule ``Retriever.search`` follows)."""
+        from memlane.retrieval.hybrid import uses_vectors
 
         if self.embedder is None or self.index(memory.project.id) is None:
             return False
-        return bool(memory.config.retrieval.cjk_vectors or not mostly_cjk(prompt))
+        return uses_vectors(prompt, memory.config.retrieval, self.embedder)
 
     def _take_prepared(self, prompt: str) -> Any:
         with self._lock:

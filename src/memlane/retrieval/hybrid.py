@@ -127,6 +127,12 @@ class _Candidate(NamedTuple):
     session_id: str
 
 
+def uses_vectors(query: str, rcfg: Any, embedder: Any) -> bool:
+    """Whether a search for ``query`` asks the vector side: not for text mostly in Korean, Chinese or Japanese
+    unless ``retrieval.cjk_vectors`` is on (the default English model maps such text to near-identical vectors)."""
+    return bool(rcfg.cjk_vectors or not mostly_cjk(query))
+
+
 def _lift(ranked: list[_Candidate], group_of: dict[str, str], weight: float, label: str) -> list[_Candidate]:
     """Lift each candidate by the best other candidate of its group, part of the way to 1.
 
@@ -207,8 +213,7 @@ class Retriever:
         found = when.find(query, now or datetime.now(UTC))
         span, words = found if found else (None, query)
         filters: dict[str, Any] = {"session": session, "types": types, "since": since, "until": until}
-        vectors_apply = rcfg.cjk_vectors or not mostly_cjk(query)
-        pending = self._embed_async(query, query_vector) if vectors_apply else None
+        pending = self._embed_async(query, query_vector) if uses_vectors(query, rcfg, self.embedder) else None
         text_hits = self.store.fts(words, limit=rcfg.candidates, exclude_ids=exclude_ids, **filters)
         inside = None
         if span is not None:  # also the best matches from the time the query names, however few
