@@ -256,8 +256,16 @@ class _DaemonAsk:
         return self.answers[0] if self.answers else False
 
 
+def prompt_query(payload: dict[str, Any], batch: list[NewEvent], cfg: config.Config) -> str:
+    """The prompt as retrieval sees it: as it was stored (private sections out, secrets redacted), only its
+    head and tail when it is long (a pasted log)."""
+    if batch and batch[0].type == "user_prompt":
+        return inject.query_of(batch[0].content)
+    return inject.retrieval_query(str(payload.get("prompt") or ""), cfg)
+
+
 def ask_daemon(
-    proj: project.Project, payload: dict[str, Any], cfg: config.Config, exclude_ids: list[str]
+    proj: project.Project, query: str, payload: dict[str, Any], cfg: config.Config, exclude_ids: list[str]
 ) -> _DaemonAsk | None:
     """Start the daemon's answer for a prompt now, if a daemon is up; None sends the hook to full-text search."""
     from memlane.daemon import state
@@ -266,7 +274,7 @@ def ask_daemon(
         return None
     body = {
         "cwd": proj.root_str,
-        "prompt": inject.query_of(str(payload.get("prompt") or "")),  # a pasted log: only its head and tail
+        "prompt": query,
         "exclude_ids": exclude_ids,
         "session_id": payload.get("session_id"),
         "working_directory": payload.get("cwd"),
@@ -280,10 +288,10 @@ def prompt_context(
     payload: dict[str, Any],
     cfg: config.Config,
     exclude_ids: list[str],
+    prompt: str,
     asked: _DaemonAsk | None = None,
 ) -> str:
     """Hybrid retrieval from the daemon within its deadline; full-text in-process when it cannot answer."""
-    prompt = inject.query_of(str(payload.get("prompt") or ""))
 
     def fallback() -> str:
         return inject.prompt_context(store, prompt, cfg, exclude_ids, _context(proj, payload, cfg, store))
@@ -369,9 +377,10 @@ def handle(event: str, raw: bytes) -> str:
     if store is None:
         return ""
     try:
-        asked = None
+        asked, query = None, ""
         if event == "UserPromptSubmit" and cfg.injection.enabled:
-            asked = ask_daemon(proj, payload, cfg, ids)
+            query = prompt_query(payload, batch, cfg)
+            asked = ask_daemon(proj, query, payload, cfg, ids)
         drain_spool(store)
         response = batch[0].content if event == "Stop" and batch else ""
         if event == "SessionEnd":
@@ -387,7 +396,7 @@ def handle(event: str, raw: bytes) -> str:
         if event not in INJECTING or not cfg.injection.enabled:
             return ""
         if event == "UserPromptSubmit":
-            context = prompt_context(store, proj, payload, cfg, ids, asked)
+            context = prompt_context(store, proj, payload, cfg, ids, query, asked)
         else:
             _autostart(cfg)
             context = inject.session_start_context(
@@ -411,15 +420,16 @@ ALONE_SHARE = 0.5
 _LEAVE_OPEN: list[Store] | None = None
 
 
-def main(argv: list[str], exiting: bool = False) -> int:
-    """Entry for ``memlane hook <Event>``; always exits 0."""
+def main(argv: list[str], exiting: bool = False, raw: bytes | None = None) -> int:
+    """Entry for ``memlane hook <Event>`` (``raw``: the payload, when the caller has read stdin); always exits 0."""
     global _LEAVE_OPEN
     start = time.perf_counter()
     event = argv[0] if argv else ""
     if exiting:
         _LEAVE_OPEN = []
     try:
-        raw = sys.stdin.buffer.read()
+        if raw is None:
+            raw = sys.stdin.buffer.read()
         if "--plugin" in argv[1:]:
             # The plugin's hooks step aside for `memlane install`'s, so an event is never handled twice.
             from memlane.plugin import guard

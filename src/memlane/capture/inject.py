@@ -48,6 +48,14 @@ def query_of(prompt: str) -> str:
     return prompt[:QUERY_HEAD_CHARS] + "\n" + prompt[-QUERY_TAIL_CHARS:]
 
 
+def retrieval_query(prompt: str, cfg: Config) -> str:
+    """What retrieval searches for a prompt: the prompt as it is stored (private sections out, secrets
+    redacted: they reach no embedding, not even a query's), its head and tail when long."""
+    from memlane.privacy import filter_text
+
+    return query_of(filter_text(prompt, cfg.privacy).text)
+
+
 def prompt_hits(store: Store, prompt: str, cfg: Config, exclude_ids: Sequence[str] = ()) -> list[Any]:
     """Full-text memories for a prompt, scored and gated exactly as the daemon's hybrid path gates them.
 

@@ -112,6 +112,7 @@ class Daemon:
                 "model": getattr(self.engine._embedder, "version", None),
                 "model_error": self.engine.model_error,
                 "worker": self.worker_state,
+                "prepared": self.engine.prepared,
             }
         )
 
@@ -139,22 +140,29 @@ class Daemon:
             return {"project_id": mem.project.id, "results": [h.as_dict() for h in hits]}
 
     def _inject(self, body: dict[str, Any]) -> dict[str, Any]:
-        from memlane.capture.inject import hits_context
+        from memlane.capture.inject import hits_context, retrieval_query
 
         prompt = body.get("prompt")
         if not isinstance(prompt, str):
             raise InputError("prompt must be a string")
-        from memlane.capture.inject import query_of
-
-        prompt = query_of(prompt)  # other clients may send a whole pasted log
         value = body.get("exclude_ids")
         if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
             raise InputError("exclude_ids must be a list of strings")
         with self.memory(body) as mem:
-            hits = self.engine.relevant(mem, prompt, list(value or []))
+            hits = self.engine.relevant(mem, retrieval_query(prompt, mem.config), list(value or []))
             context = context_routes.inject_context(self, mem, body)
             text = hits_context(hits, mem.config, mem.project.id, context)
             return {"context": text, "results": [h.event.cite for h in hits]}
+
+    def _prepare(self, body: dict[str, Any]) -> dict[str, Any]:
+        """A prompt the hook is about to ask ``/api/inject`` about: its query embedding starts now."""
+        from memlane.capture.inject import retrieval_query
+
+        prompt = body.get("prompt")
+        if not isinstance(prompt, str):
+            raise InputError("prompt must be a string")
+        with self.memory(body) as mem:
+            return {"prepared": self.engine.prepare(mem, retrieval_query(prompt, mem.config))}
 
     def _embed(self, body: dict[str, Any]) -> dict[str, Any]:
         """The warm model for other processes (``daemon.remote.RemoteEmbedder``): one model per user."""
@@ -215,6 +223,9 @@ class Daemon:
     async def inject(self, request: Request) -> JSONResponse:
         return await self.json_route(request, self._inject)
 
+    async def prepare(self, request: Request) -> JSONResponse:
+        return await self.json_route(request, self._prepare)
+
     async def shutdown(self, request: Request) -> JSONResponse:
         self.stop.set()
         return JSONResponse({"ok": True, "stopping": True})
@@ -224,6 +235,7 @@ class Daemon:
             Route("/api/health", self.health, methods=["GET"]),
             Route("/api/search", self.search, methods=["POST"]),
             Route("/api/inject", self.inject, methods=["POST"]),
+            Route("/api/prepare", self.prepare, methods=["POST"]),
             Route("/api/embed", self.embed, methods=["POST"]),
             Route("/api/shutdown", self.shutdown, methods=["POST"]),
             *context_routes.routes(self),

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
 
 SPAWN_WAIT_S = 8.0  # how long a search waits for a daemon its engine started (a cold daemon is up in ~1-3 s)
+PREPARED_KEEP = 16  # prompts whose query embedding was started ahead of their search (a few per session)
 
 
 def _progress(message: str) -> None:
@@ -49,6 +50,8 @@ class Engine:
         self._lock = threading.Lock()
         self.model_error: str | None = None
         self._spawned = 0.0  # when this engine started a daemon (monotonic), so a search can wait for it
+        self._prepared: dict[str, Any] = {}  # prompt → future of its query vector (see ``prepare``)
+        self.prepared = {"started": 0, "used": 0}  # for /api/health: does the early start pay off?
 
     @property
     def embedder(self) -> Any:
@@ -133,12 +136,13 @@ class Engine:
         return Retriever(memory.store, memory.config, self.embedder if index is not None else None, index)
 
     def search(self, memory: Memory, query: str, **filters: Any) -> list[Hit]:
+        query_vector = filters.pop("query_vector", None)  # in-process only: never sent to a daemon
         if self.via_daemon and self.vectors:
             hits = self._daemon_search(memory, query, filters)
             if hits is not None:
                 self.daemon_answers += 1
                 return hits
-        return self.retriever(memory).search(query, **filters)
+        return self.retriever(memory).search(query, query_vector=query_vector, **filters)
 
     def _daemon_search(self, memory: Memory, query: str, filters: dict[str, Any]) -> list[Hit] | None:
         """The daemon's answer, with events read from our own store; None when the daemon is down or failed."""
@@ -176,9 +180,46 @@ class Engine:
             time.sleep(0.05)
         return False
 
+    def prepare(self, memory: Memory, prompt: str) -> bool:
+        """Start embedding a prompt that ``relevant`` will be asked about in a moment; True if started.
+
+        The UserPromptSubmit hook sends its prompt here as soon as it has read it, then stores the prompt
+        and asks for the memories. Only the query vector is made early: it depends on nothing but the
+        prompt, while the full-text side reads word statistics that the stored prompt is part of, so it
+        waits for the real question. The answer is the same as without ``prepare``; it comes sooner.
+        """
+        cfg = memory.config
+        if len(prompt.strip()) < cfg.injection.min_prompt_chars or not self._vectors_for(memory, prompt):
+            return False
+        from memlane.retrieval.hybrid import _executor
+
+        embed = self.embedder.embed_query  # before the lock: the property takes it too
+        with self._lock:
+            if prompt not in self._prepared:
+                self._prepared[prompt] = _executor().submit(embed, prompt)
+                self.prepared["started"] += 1
+                while len(self._prepared) > PREPARED_KEEP:  # prompts never asked about (a hook that died)
+                    self._prepared.pop(next(iter(self._prepared)))
+        return True
+
+    def _vectors_for(self, memory: Memory, prompt: str) -> bool:
+        """Whether a search for ``prompt`` uses the vector side (the rule ``Retriever.search`` follows)."""
+        from memlane.retrieval.hybrid import uses_vectors
+
+        if self.embedder is None or self.index(memory.project.id) is None:
+            return False
+        return uses_vectors(prompt, memory.config.retrieval, self.embedder)
+
+    def _take_prepared(self, prompt: str) -> Any:
+        with self._lock:
+            future = self._prepared.pop(prompt, None)
+            self.prepared["used"] += future is not None
+            return future
+
     def relevant(self, memory: Memory, prompt: str, exclude_ids: list[str] | None = None) -> list[Hit]:
         """Memories worth injecting for a prompt: above the inject threshold, at most max_results."""
         cfg = memory.config
+        prepared = self._take_prepared(prompt)
         if len(prompt.strip()) < cfg.injection.min_prompt_chars:
             return []
         if self.embedder is None or self.index(memory.project.id) is None:
@@ -186,7 +227,9 @@ class Engine:
             from memlane.capture.inject import prompt_hits
 
             return prompt_hits(memory.store, prompt, cfg, exclude_ids or [])
-        hits = self.search(memory, prompt, limit=cfg.retrieval.candidates, exclude_ids=exclude_ids or [])
+        hits = self.search(
+            memory, prompt, limit=cfg.retrieval.candidates, exclude_ids=exclude_ids or [], query_vector=prepared
+        )
         hits = by_support(hits, cfg.injection.max_results * 3)
         if cfg.retrieval.cross_project:
             hits.extend(self._other_projects(memory, prompt, cfg.injection.max_results))

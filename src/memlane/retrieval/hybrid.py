@@ -142,6 +142,13 @@ class _Candidate(NamedTuple):
     session_id: str
 
 
+def uses_vectors(query: str, rcfg: Any, embedder: Any) -> bool:
+    """Whether a search for ``query`` asks the vector side. An English-only model maps Korean, Chinese and
+    Japanese text to near-identical vectors, so text mostly in those scripts skips it unless
+    ``retrieval.cjk_vectors`` is on; a multilingual model (``multilingual = True``) is always asked."""
+    return bool(rcfg.cjk_vectors or getattr(embedder, "multilingual", False) or not mostly_cjk(query))
+
+
 def _lift(ranked: list[_Candidate], group_of: dict[str, str], weight: float, label: str) -> list[_Candidate]:
     """Lift each candidate by the best other candidate of its group, part of the way to 1.
 
@@ -227,11 +234,7 @@ class Retriever:
         found = when.find(query, now or datetime.now(UTC))
         span, words = found if found else (None, query)
         filters: dict[str, Any] = {"session": session, "types": types, "since": since, "until": until}
-        # An English-only model maps Korean/Chinese/Japanese text to near-identical vectors; a multilingual one
-        # (``multilingual = True``) is asked regardless of ``retrieval.cjk_vectors``.
-        multilingual = getattr(self.embedder, "multilingual", False)
-        vectors_apply = rcfg.cjk_vectors or multilingual or not mostly_cjk(query)
-        pending = self._embed_async(query, query_vector) if vectors_apply else None
+        pending = self._embed_async(query, query_vector) if uses_vectors(query, rcfg, self.embedder) else None
         text_hits = self.store.fts(words, limit=rcfg.candidates, exclude_ids=exclude_ids, **filters)
         inside = None
         if span is not None:  # also the best matches from the time the query names, however few
