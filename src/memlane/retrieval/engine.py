@@ -39,6 +39,29 @@ def _progress(message: str) -> None:
         sys.stderr.flush()
 
 
+def fitted_config(cfg: config.Config, embedder: Any) -> config.Config:
+    """``cfg`` with the embedder's own fitted retrieval values where the user kept the shipped defaults.
+
+    Weights and similarity thresholds are fitted to one model's cosine scale (multilingual-e5-small's unrelated
+    texts sit at ~0.8, MiniLM's at ~0.2): with MiniLM's weights e5 injected almost nothing. A value the user
+    set (config file or environment) always wins.
+    """
+    fitted = getattr(embedder, "fitted", None)
+    if not fitted:
+        return cfg
+    shipped = config.RetrievalConfig()
+    changes = {k: v for k, v in fitted.items() if getattr(cfg.retrieval, k) == getattr(shipped, k)}
+    if not changes:
+        return cfg
+    import copy
+
+    out = copy.copy(cfg)
+    out.retrieval = copy.copy(cfg.retrieval)
+    for key, value in changes.items():
+        setattr(out.retrieval, key, value)
+    return out
+
+
 class Engine:
     def __init__(self, cfg: config.Config | None = None, *, vectors: bool = True, via_daemon: bool = False) -> None:
         self.cfg = cfg or config.load()
@@ -133,7 +156,8 @@ class Engine:
 
     def retriever(self, memory: Memory) -> Retriever:
         index = self.index(memory.project.id) if self.vectors else None
-        return Retriever(memory.store, memory.config, self.embedder if index is not None else None, index)
+        embedder = self.embedder if index is not None else None
+        return Retriever(memory.store, fitted_config(memory.config, embedder), embedder, index)
 
     def search(self, memory: Memory, query: str, **filters: Any) -> list[Hit]:
         query_vector = filters.pop("query_vector", None)  # in-process only: never sent to a daemon
@@ -231,6 +255,7 @@ class Engine:
             memory, prompt, limit=cfg.retrieval.candidates, exclude_ids=exclude_ids or [], query_vector=prepared
         )
         hits = by_support(hits, cfg.injection.max_results * 3)
+        cfg = fitted_config(cfg, self.embedder)  # the gate's similarity thresholds, as the search's weights
         if cfg.retrieval.cross_project:
             hits.extend(self._other_projects(memory, prompt, cfg.injection.max_results))
             hits.sort(key=lambda h: -h.score)
