@@ -289,7 +289,9 @@ def run(memory: Any, embedder: Any, queries: list[dict[str, Any]], real_clock: b
         vector, embedded once per query with the same ``embed_query`` the retriever would call)."""
 
         def search(self, mem: Any, query: str, **filters: Any) -> list[Any]:
-            return super().search(mem, query, now=asked["now"], query_vector=asked["vector"], **filters)
+            # relevant() passes the vector a hook's /api/prepare started (None here): use the query's own.
+            filters["query_vector"] = filters.get("query_vector") or asked["vector"]
+            return super().search(mem, query, now=asked["now"], **filters)
 
     engine = HookEngine(cfg, vectors=embedder is not None)
     if embedder is not None:
