@@ -157,7 +157,7 @@ def evaluate(
     """
     from memlane import config
     from memlane.retrieval.hybrid import Retriever
-    from memlane.retrieval.select import select_for_injection
+    from memlane.retrieval.select import by_support, select_for_injection
 
     cfg = cfg or config.load()  # defaults and MEMLANE_* overrides: a weight or a model tried without editing
     embedder = None
@@ -184,7 +184,8 @@ def evaluate(
                 asked = datetime.fromisoformat(iso(q["question_date"]).replace("Z", "+00:00"))
                 hits = retriever.search(q["question"], limit=50, now=asked)
                 ranking = [h.event for h in hits]
-                injected = select_for_injection(hits[:15], index, cfg)
+                # As Engine.relevant picks: the 15 best by P among the candidates, then the gate.
+                injected = select_for_injection(by_support(hits, cfg.injection.max_results * 3), index, cfg)
             latencies.append((time.perf_counter() - t0) * 1000)
             sessions: list[str] = []
             for event in ranking:
