@@ -47,3 +47,39 @@ def test_text_only_run(tmp_path: Path) -> None:
     # An exact identifier is found by every full-text path.
     assert by_id["q023"]["bm25"]["hit"] and by_id["q023"]["fts"]["hit"]
     assert all(r["fallback"]["n"] <= 5 for r in result["queries"])
+
+
+def test_vector_path_on_a_small_store(memlane_home: Path, hook, proj: Path) -> None:  # type: ignore[no-untyped-def]
+    """The replay's hybrid and hook columns (Engine.relevant through its HookEngine) with the real model on a
+    three-memory store: the full fixtures take minutes to embed, but this path must not break unnoticed."""
+    import importlib.util
+
+    from conftest import payload
+    from memlane.memory import Memory
+    from memlane.retrieval.engine import Engine
+    from memlane.vectors import process_outbox
+
+    spec = importlib.util.spec_from_file_location("coding_replay", BENCH)
+    assert spec and spec.loader
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    texts = [
+        "Label jobs now run on RQ: we switched the task queue from Celery to RQ",
+        "Invoices are rendered with WeasyPrint; the fonts live in static/fonts",
+        "The nightly report job runs from cron at 02:00 UTC",
+    ]
+    for n, text in enumerate(texts):
+        hook("UserPromptSubmit", payload("02-UserPromptSubmit.json", prompt_id=f"m{n}", prompt=text))
+    mem = Memory.open(str(proj))
+    embedder = Engine(mem.config).embedder
+    assert process_outbox(mem, embedder).processed >= len(texts)
+    query = {
+        "id": "t1",
+        "split": "test",
+        "category": "paraphrase",
+        "query": "which queue runs the label jobs?",
+        "now": "2026-11-25T10:00:00+00:00",
+        "expect": ["switched the task queue"],
+    }
+    (row,) = bench.run(mem, embedder, [query], real_clock=False)
+    assert row["hybrid"]["hit"] and row["hook"]["hit"], row
