@@ -6,7 +6,8 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -78,3 +79,32 @@ def run_hook_process(
         timeout=60,
         check=False,
     )
+
+
+def wait_for_daemon(timeout_s: float = 60) -> dict[str, Any]:
+    """The running daemon's info (port, pid), once it has written it."""
+    from memlane.daemon import state
+
+    end = time.monotonic() + timeout_s
+    while time.monotonic() < end:
+        info = state.read_info()
+        if info:
+            return info
+        time.sleep(0.05)
+    raise AssertionError("daemon did not start")
+
+
+@pytest.fixture
+def daemon(memlane_home: Path) -> Iterator[dict[str, Any]]:
+    """A real daemon process, quiet and without its embedding worker; its info while it runs."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "memlane", "serve", "--port", "0", "--quiet", "--no-worker"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env=os.environ.copy(),
+    )
+    try:
+        yield wait_for_daemon()
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -5,11 +5,7 @@ daemon process; what is embedded for a query is the prompt as stored (private se
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -93,25 +89,6 @@ def test_prepare_start_refuses_bad_input_quietly(memlane_home: Path, raw: bytes)
 
 def test_prepare_start_needs_a_daemon(memlane_home: Path, proj: Path) -> None:
     assert prepare.start(json.dumps({"prompt": "fix the pool timeout", "cwd": str(proj)}).encode()) is False
-
-
-@pytest.fixture
-def daemon(memlane_home: Path) -> Iterator[subprocess.Popen[bytes]]:
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "memlane", "serve", "--port", "0", "--quiet", "--no-worker"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=os.environ.copy(),
-    )
-    try:
-        end = time.monotonic() + 60
-        while not state.read_info():
-            assert time.monotonic() < end, "daemon did not start"
-            time.sleep(0.05)
-        yield proc
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def _health() -> dict:  # type: ignore[type-arg]

@@ -6,44 +6,16 @@ import json
 import os
 import signal
 import socket
-import subprocess
-import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
-from conftest import payload
+from conftest import payload, wait_for_daemon
 from memlane import embed
 from memlane.cli.main import cli
 from memlane.daemon import state
-
-
-def _wait_for_daemon(timeout_s: float = 60) -> dict:  # type: ignore[type-arg]
-    end = time.monotonic() + timeout_s
-    while time.monotonic() < end:
-        info = state.read_info()
-        if info:
-            return info
-        time.sleep(0.05)
-    raise AssertionError("daemon did not start")
-
-
-@pytest.fixture
-def daemon(memlane_home: Path) -> Iterator[dict]:  # type: ignore[type-arg]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "memlane", "serve", "--port", "0", "--quiet", "--no-worker"],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        env=os.environ.copy(),
-    )
-    try:
-        yield _wait_for_daemon()
-    finally:
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def search_json(proj: Path, query: str) -> list[dict]:  # type: ignore[type-arg]
@@ -84,7 +56,7 @@ def test_cli_search_starts_the_daemon_for_next_time(  # type: ignore[no-untyped-
         monkeypatch.setenv("MEMLANE_DAEMON_PORT", str(sock.getsockname()[1]))
     hook("UserPromptSubmit", payload("02-UserPromptSubmit.json"))
     assert "zebrafinch" in json.dumps(search_json(proj, "connection pool")[0])
-    info = _wait_for_daemon()
+    info = wait_for_daemon()
     try:
         assert info["pid"] != os.getpid()
     finally:
