@@ -142,3 +142,10 @@ def test_prepare_route_checks_its_input(daemon, proj: Path) -> None:  # type: ig
     status, body = post({"prompt": "the pool"})
     assert status == 400 and "\n" not in body["error"]
     assert post({"cwd": str(proj), "prompt": "ok"}) == (200, {"prepared": False})  # too short to search
+
+
+def test_prepare_start_sends_a_small_payload_and_skips_a_huge_one(daemon, proj: Path) -> None:  # type: ignore[no-untyped-def]
+    small = {"prompt": "fix the pool timeout", "cwd": str(proj)}
+    assert prepare.start(json.dumps(small).encode()) is True
+    huge = {**small, "pasted": "x" * prepare.MAX_PAYLOAD_BYTES}  # parsed once, by the hook, not here too
+    assert prepare.start(json.dumps(huge).encode()) is False

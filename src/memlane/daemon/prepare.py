@@ -18,6 +18,9 @@ from memlane.daemon import client, state
 # Prompts up to this long are their own query (``capture.inject.query_of`` keeps longer ones' head and tail,
 # and the hook sends the filtered, cut query later); a longer one is not worth sending twice.
 MAX_CHARS = 4000
+# A payload with such a prompt is a few KB; a bigger one (a pasted log) is not parsed here only to be
+# skipped: the hook parses it once, after this.
+MAX_PAYLOAD_BYTES = 64 * 1024
 
 
 def start(raw: bytes) -> bool:
@@ -25,6 +28,8 @@ def start(raw: bytes) -> bool:
 
     Never raises: whatever goes wrong here, the hook's own path still stores, asks and falls back.
     """
+    if len(raw) > MAX_PAYLOAD_BYTES:
+        return False
     try:
         payload = json.loads(raw)
         if not isinstance(payload, dict):
