@@ -81,10 +81,10 @@ def serve_stub(tmp_path: Path, script: Path) -> Iterator[tuple[int, Path]]:
 class CliSession:
     """A git project, an empty HOME and the environment that points the real CLI at the stub on ``port``."""
 
-    def __init__(self, tmp_path: Path, port: int, **extra: str) -> None:
+    def __init__(self, tmp_path: Path, port: int, project: str = "shop", **extra: str) -> None:
         self.home = tmp_path / "home"
         self.home.mkdir()
-        self.project = tmp_path / "shop"
+        self.project = tmp_path / project
         self.project.mkdir()
         subprocess.run(["git", "init", "-q", str(self.project)], check=True)
         self.env = {
@@ -98,6 +98,7 @@ class CliSession:
             "MEMLANE_DAEMON_AUTOSTART": "false",
             **extra,
         }
+        self.env.pop("CLAUDE_CONFIG_DIR", None)  # the CLI must keep its state in this HOME
 
     def memlane(self, *args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
@@ -106,7 +107,7 @@ class CliSession:
             cwd=self.project,
             capture_output=True,
             text=True,
-            timeout=120,
+            timeout=300,
         )
 
 

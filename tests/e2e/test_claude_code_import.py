@@ -3,35 +3,21 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
+
+from e2e.conftest import CliSession
 
 pytestmark = pytest.mark.e2e
 
 
 def test_import_real_transcripts_then_live_capture(claude_bin: Path, stub: tuple[int, Path], tmp_path: Path) -> None:
     port, _log = stub
-    home = tmp_path / "home"
-    home.mkdir()
-    project = tmp_path / "shop_2026.v2"  # "_" and "." are encoded as "-" too
-    project.mkdir()
-    subprocess.run(["git", "init", "-q", str(project)], check=True)
-    env = {
-        **os.environ,
-        "HOME": str(home),
-        "MEMLANE_HOME": str(tmp_path / "memlane"),
-        "ANTHROPIC_BASE_URL": f"http://127.0.0.1:{port}",
-        "ANTHROPIC_API_KEY": "sk-ant-test",
-        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_AUTOUPDATER": "1",
-        "MEMLANE_DAEMON_AUTOSTART": "false",
-    }
-    env.pop("CLAUDE_CONFIG_DIR", None)
+    session = CliSession(tmp_path, port, project="shop_2026.v2")  # "_" and "." are encoded as "-" too
+    home, project, env, memlane = session.home, session.project, session.env, session.memlane
 
     def claude(prompt: str, *extra: str) -> None:
         proc = subprocess.run(
@@ -43,11 +29,6 @@ def test_import_real_transcripts_then_live_capture(claude_bin: Path, stub: tuple
             timeout=300,
         )
         assert proc.returncode == 0, proc.stderr[-2000:]
-
-    def memlane(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "memlane", *args], env=env, cwd=project, capture_output=True, text=True, timeout=300
-        )
 
     def history() -> list[dict]:  # type: ignore[type-arg]
         out = memlane("history", "--json", "--limit", "1000")
