@@ -108,7 +108,9 @@ def _tensor(buf: mmap.mmap | bytes, start: int, end: int) -> tuple[str, np.ndarr
     array = np.frombuffer(
         buf, dtype=_DTYPES[dtype], count=(raw[1] - raw[0]) // np.dtype(_DTYPES[dtype]).itemsize, offset=raw[0]
     )
-    return name, array.reshape(dims)
+    # ONNX packs tensors at any byte offset: a float array over the map is often misaligned, which sends every
+    # numpy operation on it down a slow buffered path. Those are the small ones (biases, norms, scales): copy them.
+    return name, (array if array.flags.aligned else array.copy()).reshape(dims)
 
 
 def _graph(path: str) -> tuple[dict[str, np.ndarray], list[_Node]]:
