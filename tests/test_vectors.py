@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from memlane.config import EmbeddingConfig, RetrievalConfig
-from memlane.embed import passages
+from memlane.embed import DEFAULT_MODEL, passages
 from memlane.memory import Memory
 from memlane.retrieval import scoring
 from memlane.retrieval.engine import Engine
@@ -60,7 +60,7 @@ def outbox(m: Memory) -> dict[str, int]:
 def test_embedding_shape_normalised_and_offline(embedder: Any) -> None:
     vectors = embedder.embed_passages(["hello", "world"])
     assert vectors.shape == (2, 384) and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
-    assert embedder.version.startswith("all-MiniLM-L6-v2@")
+    assert embedder.version.startswith(f"{DEFAULT_MODEL}@")
     # The query path skips encode(); it must still land in the same space as the passages.
     text = "connection pool exhausted under load in shop/db/pool_manager.py"
     assert np.allclose(embedder.embed_query(text), embedder.embed_passages([text])[0], atol=1e-5)

