@@ -37,6 +37,8 @@ def start(raw: bytes) -> bool:
         prompt, cwd = payload.get("prompt"), payload.get("cwd")
         if not isinstance(prompt, str) or not prompt.strip() or len(prompt) > MAX_CHARS:
             return False
+        if prompt.lstrip().startswith("<task-notification>"):  # a subagent's report: the hook asks nothing
+            return False
         if not isinstance(cwd, str) or "\0" in cwd or not os.path.isabs(cwd):
             return False
         cfg = config.load_cached()
