@@ -21,6 +21,9 @@ from memlane.retrieval.select import by_support, select_for_injection
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from concurrent.futures import Future
+
     # Memory owns the engine (Memory.search makes one); the engine only takes a Memory as an argument,
     # so importing memory.py at run time would close a circle.
     from memlane.memory import Memory
@@ -204,7 +207,7 @@ class Engine:
             time.sleep(0.05)
         return False
 
-    def prepare(self, memory: Memory, prompt: str) -> bool:
+    def prepare(self, memory: Memory, prompt: str, hold: Callable[[Future[Any]], None] | None = None) -> bool:
         """Start embedding a prompt that ``relevant`` will be asked about in a moment; True if started.
 
         The UserPromptSubmit hook sends its prompt here as soon as it has read it, then stores the prompt
@@ -220,8 +223,10 @@ class Engine:
         embed = self.embedder.embed_query  # before the lock: the property takes it too
         with self._lock:
             if prompt not in self._prepared:
-                self._prepared[prompt] = _executor().submit(embed, prompt)
+                self._prepared[prompt] = future = _executor().submit(embed, prompt)
                 self.prepared["started"] += 1
+                if hold is not None:  # the daemon's worker pauses its passes until this embedding is done
+                    hold(future)
                 while len(self._prepared) > PREPARED_KEEP:  # prompts never asked about (a hook that died)
                     self._prepared.pop(next(iter(self._prepared)))
         return True
