@@ -157,6 +157,11 @@ class VectorIndex:
         ranked = sorted(best.items(), key=lambda kv: -kv[1].similarity)[:k]
         return dict(ranked)
 
+    def table_version(self) -> int | None:
+        """The table's version (it changes with every write, from any handle); None while there is no table."""
+        table = self.table()
+        return int(table.version) if table is not None else None
+
     def _remember_first(self, event_id: str, vector: np.ndarray) -> None:
         self._firsts[event_id] = np.array(vector, dtype=np.float32)  # a copy: the block is freed with the result
         self._firsts.move_to_end(event_id)
