@@ -210,13 +210,16 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def with_daemon(cwd: Path, env: dict[str, str], runs: int) -> None:
-    """UserPromptSubmit over the warm daemon while its worker embeds the backlog."""
+def with_daemon(cwd: Path, env: dict[str, str], runs: int, worker: bool = True) -> None:
+    """UserPromptSubmit over the warm daemon while its worker embeds the backlog (or with no worker at all)."""
     from memlane.daemon import client
 
     env = {**env, "MEMLANE_LOGGING_LEVEL": "debug"}
     daemon = subprocess.Popen(
-        [*MEMLANE, "serve", "--quiet", "--port", "0"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        [*MEMLANE, "serve", "--quiet", "--port", "0", *([] if worker else ["--no-worker"])],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.time() + 120
@@ -225,7 +228,7 @@ def with_daemon(cwd: Path, env: dict[str, str], runs: int) -> None:
                 raise SystemExit("the daemon did not come up")
             time.sleep(0.2)
         # Measure while the backlog is being embedded, not before the worker has loaded its model.
-        while not (client.call("/api/health", None, 1000, method="GET") or {}).get("worker", {}).get("busy"):
+        while worker and not (client.call("/api/health", None, 1000, method="GET") or {}).get("worker", {}).get("busy"):
             if time.time() > deadline + 120:
                 raise SystemExit("the daemon's worker never started embedding (is the outbox empty?)")
             time.sleep(0.5)
@@ -246,7 +249,8 @@ def with_daemon(cwd: Path, env: dict[str, str], runs: int) -> None:
         daemon.wait(timeout=30)
     p50 = statistics.median(times)
     floor = statistics.median(floors)
-    print(f"\nUserPromptSubmit with the daemon up (hybrid retrieval, worker embedding a backlog), {runs} runs:")
+    state = "worker embedding a backlog" if worker else "no worker (--no-daemon-worker)"
+    print(f"\nUserPromptSubmit with the daemon up (hybrid retrieval, {state}), {runs} runs:")
     print(f"  p50 {p50:.1f} ms  p95 {pct(times, 0.95):.1f} ms  budget 150{'  OVER' if p50 > 150 else ''}")
     print(
         f"  floor (python -c pass) p50 {floor:.1f} ms: p50 {p50 / floor:.2f}x, p95 {pct(times, 0.95) / floor:.2f}x "
@@ -262,6 +266,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=40)
     ap.add_argument("--home", help="reuse a data dir (keeps the built store between runs)")
     ap.add_argument("--daemon", action="store_true", help="time UserPromptSubmit over the running daemon")
+    ap.add_argument(
+        "--no-daemon-worker",
+        action="store_true",
+        help="with --daemon: serve with --no-worker (the same hook with nothing embedding beside it, for comparison)",
+    )
     args = ap.parse_args()
     home = Path(args.home or tempfile.mkdtemp(prefix="memlane-bench-"))
     cwd = home / "project"
@@ -276,7 +285,7 @@ def main() -> None:
     )
     build_store(cwd, args.events)
     if args.daemon:
-        with_daemon(cwd, env, args.runs)
+        with_daemon(cwd, env, args.runs, worker=not args.no_daemon_worker)
         return
     order = ["PostToolUse", "Stop", "PreCompact", "SessionEnd", "UserPromptSubmit", "SessionStart"]
     results: dict[str, list[float]] = {name: [] for name in order}

@@ -183,3 +183,76 @@ def test_prompt_over_20_mb_is_trimmed_with_a_marker(hook: Hook, proj: Path) -> N
     assert prompt.content.startswith("start-axolotl ") and prompt.content.endswith(" end-pangolin")
     assert "characters omitted" in prompt.content
     assert len(prompt.content) <= limit + 100
+
+
+# Real 2.1.328 payloads of one `claude -p` run whose Agent call ran in the background (tests/fixtures/README.md).
+SUBAGENT = CLAUDE_CODE / "subagent"
+
+
+def subagent(name: str, proj: Path, **overrides: Any) -> dict[str, Any]:
+    return {**json.loads((SUBAGENT / name).read_text()), "cwd": str(proj), **overrides}
+
+
+def test_a_task_notification_is_the_subagents_answer_not_a_user_prompt(
+    hook: Hook, proj: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When a background subagent stops, Claude Code submits a <task-notification> block as the next prompt.
+    Nobody typed it: it is stored as the subagent's answer, and no retrieval runs for it."""
+    from memlane import hooks
+
+    asked: list[str] = []
+    real = hooks.prompt_context
+    monkeypatch.setattr(hooks, "prompt_context", lambda *a, **k: asked.append(a[5]) or real(*a, **k))
+    hook("UserPromptSubmit", payload("02-UserPromptSubmit.json"))
+    assert len(asked) == 1  # a typed prompt asks for memories
+    assert hook("UserPromptSubmit", subagent("UserPromptSubmit-task-notification.json", proj)) == ""
+    assert len(asked) == 1, asked
+    prompts = events(proj, "user_prompt")
+    assert [("task-notification" in e.content) for e in prompts] == [False]
+    (answer,) = events(proj, "agent_response")
+    assert answer.content == "Main: done (lynx)."
+    assert answer.metadata["kind"] == "subagent" and answer.metadata["agent_id"] == "a07b959ebc86c8321"
+    assert answer.metadata["source"] == "task-notification"
+
+
+@pytest.mark.parametrize("first", ["SubagentStop", "UserPromptSubmit"])
+def test_subagent_stop_and_its_task_notification_store_the_answer_once(hook: Hook, proj: Path, first: str) -> None:
+    deliveries = {
+        "SubagentStop": subagent("SubagentStop.json", proj),
+        "UserPromptSubmit": subagent("UserPromptSubmit-task-notification.json", proj),
+    }
+    for event in sorted(deliveries, key=lambda e: e != first):
+        hook(event, deliveries[event])
+    (answer,) = events(proj, "agent_response")
+    assert answer.content == "Main: done (lynx)." and answer.metadata["kind"] == "subagent"
+
+
+def test_a_resumed_subagents_new_answer_is_stored_too(hook: Hook, proj: Path) -> None:
+    notice = subagent("UserPromptSubmit-task-notification.json", proj)
+    hook("UserPromptSubmit", notice)
+    later = notice["prompt"].replace("Main: done (lynx).", "Second pass: the pool leak is fixed (mole).")
+    hook("UserPromptSubmit", {**notice, "prompt": later, "prompt_id": "p-later"})
+    assert [e.content for e in events(proj, "agent_response")] == [
+        "Main: done (lynx).",
+        "Second pass: the pool leak is fixed (mole).",
+    ]
+
+
+def test_subagent_tool_calls_are_captured_with_their_agent(hook: Hook, proj: Path) -> None:
+    hook("PostToolUse", subagent("PostToolUse-subagent-Bash.json", proj))
+    hook("PostToolUseFailure", subagent("PostToolUseFailure-subagent.json", proj))
+    ok, failed = events(proj, "tool_observation")
+    assert "walrus" in ok.content and ok.metadata.get("success") is not False
+    assert "ibex" in failed.content and failed.metadata["exit_code"] == 3
+
+
+def test_import_reads_a_task_notification_line_as_the_subagents_answer(tmp_path: Path) -> None:
+    from memlane.importers import claude
+
+    line = (SUBAGENT / "transcript-task-notification-line.jsonl").read_text()
+    path = tmp_path / "37fdb389-7919-40e2-a1ae-3421e1e7acaf.jsonl"
+    path.write_text(line)
+    parsed = claude.parse(str(path), config.load())
+    assert [(e.type, e.content, e.metadata.get("kind")) for e in parsed.events] == [
+        ("agent_response", "Main: done (lynx).", "subagent")
+    ]

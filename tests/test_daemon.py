@@ -314,3 +314,63 @@ def test_a_steady_stream_of_requests_does_not_starve_the_worker() -> None:
         started = time.monotonic()
         gate.wait_quiet(stop, most_s=0.3)
         assert 0.25 <= time.monotonic() - started < 3
+
+
+class _Layered(_Recorder):
+    """A runtime whose passes call ``pause`` between layers, as the numpy one does (three layers here)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.layers: list[float] = []
+
+    def embed_passages_concurrent(self, texts: list[str], pause=None):  # type: ignore[no-untyped-def]
+        for _ in range(3):
+            if pause is not None:
+                pause()
+            self.layers.append(time.monotonic())
+        return self.embed_passages(texts)
+
+
+def test_a_pass_under_way_waits_between_layers_while_a_request_is_in_flight() -> None:
+    """Niceness does not keep a pass out of a query's way (it holds the GIL when descheduled), so a pass that
+    started before the request waits at its next layer until the request is answered."""
+    import threading
+
+    from memlane.daemon.embed_worker import BackgroundEmbedder, Gate
+
+    gate, stop, inner = Gate(), threading.Event(), _Layered()
+    in_pass, taken = threading.Event(), threading.Event()
+    embedder = BackgroundEmbedder(inner, gate, stop, lambda: None)  # type: ignore[arg-type]
+    real_pause = embedder._pause
+
+    def first_layer() -> None:  # the pass has started (no request then); a request comes in before layer 1
+        in_pass.set()
+        assert taken.wait(5)
+        real_pause()
+
+    embedder._pause = first_layer  # type: ignore[method-assign]
+    worker = threading.Thread(target=embedder.embed_passages, args=(["t"],))
+    worker.start()
+    assert in_pass.wait(5)
+    with gate.request():
+        taken.set()
+        time.sleep(0.3)
+        assert inner.layers == [], "a layer ran while a request was in flight"
+        released = time.monotonic()
+    worker.join(timeout=5)
+    assert len(inner.layers) == 3 and inner.layers[0] >= released
+
+
+def test_a_prepared_query_holds_the_gate_until_its_embedding_is_done() -> None:
+    """``/api/prepare`` answers at once, but the query it started embeds after that: the worker's passes wait
+    for it as for any request in flight."""
+    from concurrent.futures import Future
+
+    from memlane.daemon.embed_worker import Gate
+
+    gate = Gate()
+    future: Future[int] = Future()
+    gate.hold(future)
+    assert gate.busy == 1
+    future.set_result(1)
+    assert gate.busy == 0

@@ -52,6 +52,60 @@ def test_prepared_prompt_gets_the_same_answer_and_its_vector_is_used(embedded: M
     assert engine.prepared == {"started": 1, "used": 1} and not engine._prepared
 
 
+def _counting(engine: Engine, mem: Memory) -> list[int]:
+    """Count the vector searches the engine's index runs for ``mem`` from now on."""
+    index = engine.index(mem.project.id)
+    calls: list[int] = []
+    real = index.nearest
+    index.nearest = lambda *a, **k: calls.append(1) or real(*a, **k)  # type: ignore[method-assign]
+    return calls
+
+
+def test_prepared_neighbours_are_reused_for_the_hooks_question(embedded: Memory) -> None:
+    """The hook asks with its stored prompt excluded (one id): the neighbours found ahead are that search's
+    own, so none is run again, and the answer is what a search without ``prepare`` gives."""
+    prompt = "why does the checkout pool time out when traffic is high?"
+    stored = embedded.store.history(types=["user_prompt"], limit=1)[0].id
+    plain = Engine(embedded.config).relevant(embedded, prompt, [stored])
+    engine = Engine(embedded.config)
+    calls = _counting(engine, embedded)
+    assert engine.prepare(embedded, prompt)
+    engine._prepared[prompt].result()
+    assert len(calls) == 1  # found ahead
+    prepared = engine.relevant(embedded, prompt, [stored])
+    assert len(calls) == 1, "the search ran its own vector query"
+    assert plain and _ids(prepared) == _ids(plain)
+    assert [round(h.score, 6) for h in prepared] == [round(h.score, 6) for h in plain]
+
+
+def test_prepared_neighbours_are_not_used_once_the_table_changed(embedded: Memory) -> None:
+    """A vector written between prepare and the question (the worker embedding a new event) may be a
+    neighbour: the search asks the index again and finds it, as it would have without ``prepare``."""
+    prompt = "why does the checkout pool time out when traffic is high?"
+    engine = Engine(embedded.config)
+    calls = _counting(engine, embedded)
+    assert engine.prepare(embedded, prompt)
+    engine._prepared[prompt].result()
+    hook_stored = embedded.store.history(types=["user_prompt"], limit=1)[0].id
+    fresh = embedded.store.append(
+        [payload_event("Checkout pool timeouts under high traffic were fixed by raising pool_size")]
+    ).inserted
+    assert process_outbox(embedded, engine.embedder).processed >= 1
+    hits = engine.relevant(embedded, prompt, [hook_stored])
+    assert len(calls) == 2
+    assert fresh[0] in _ids(hits)
+    # Asked without the one exclusion the neighbours were found for, the search also runs its own.
+    assert engine.prepare(embedded, prompt + " again")
+    engine.relevant(embedded, prompt + " again")
+    assert len(calls) == 4
+
+
+def payload_event(text: str):  # type: ignore[no-untyped-def]
+    from memlane.store import NewEvent
+
+    return NewEvent("agent_response", "s-later", text, "later")
+
+
 def test_prepare_skips_what_search_would_not_embed_and_stays_bounded(embedded: Memory) -> None:
     engine = Engine(embedded.config)
     assert not engine.prepare(embedded, "ok")  # under injection.min_prompt_chars: no search at all

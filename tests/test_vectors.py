@@ -575,3 +575,21 @@ def test_vector_only_candidates_are_read_only_when_ranked_and_gone_events_skippe
     near = index.nearest(embedder.embed_query(query), 4)
     assert {n.type for n in near.values()} <= {"agent_response", "user_prompt", "tool_observation"}
     assert all(n.ts for n in near.values())
+
+
+def test_opening_vectors_met_by_a_search_are_the_stored_ones(mem: Memory, embedder: Any) -> None:
+    """A search keeps the chunk-0 vectors it met, so the injection's supersession check reads no more from
+    LanceDB for them; what it returns must be exactly what a fresh read gives, and a deleted event's is gone."""
+    process_outbox(mem, embedder)
+    searched = VectorIndex(mem.project.id, embedder.version, embedder.dim, mem.config.vectors)
+    hits = searched.nearest(embedder.embed_query("connection pool released under load"), k=4)
+    assert len(hits) == 4 and len(searched._firsts) == 4
+    fresh = VectorIndex(mem.project.id, embedder.version, embedder.dim, mem.config.vectors)
+    ids = list(hits)
+    kept, read = searched.first_vectors(ids), fresh.first_vectors(ids)
+    assert set(kept) == set(read) == set(ids)
+    for event_id in ids:
+        assert np.array_equal(kept[event_id], read[event_id])
+        assert np.allclose(read[event_id], embedder.embed_passages([mem.store.get(event_id).content])[0], atol=1e-5)
+    searched.delete([ids[0]])
+    assert ids[0] not in searched._firsts and ids[0] not in searched.first_vectors(ids)

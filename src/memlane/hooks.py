@@ -378,7 +378,11 @@ def handle(event: str, raw: bytes) -> str:
         return ""
     try:
         asked, query = None, ""
-        if event == "UserPromptSubmit" and cfg.injection.enabled:
+        # A background subagent's report arrives as a prompt nobody typed: stored as its answer, never a query.
+        inject_now = cfg.injection.enabled and not (
+            event == "UserPromptSubmit" and build.task_notification(payload.get("prompt"))
+        )
+        if event == "UserPromptSubmit" and inject_now:
             query = prompt_query(payload, batch, cfg)
             asked = ask_daemon(proj, query, payload, cfg, ids)
         drain_spool(store)
@@ -391,9 +395,9 @@ def handle(event: str, raw: bytes) -> str:
         if event == "SessionStart":
             _summarize_unended(store, payload["session_id"], payload)
         note = _workflow(event, payload, proj, cfg, response)
-        if event == "UserPromptSubmit" and batch and ids:
+        if event == "UserPromptSubmit" and batch and ids and batch[0].type == "user_prompt":
             _learn_preferences(store, proj, cfg, ids[0], batch[0].content)
-        if event not in INJECTING or not cfg.injection.enabled:
+        if event not in INJECTING or not inject_now:
             return ""
         if event == "UserPromptSubmit":
             context = prompt_context(store, proj, payload, cfg, ids, query, asked)

@@ -156,3 +156,28 @@ def test_torch_runtime_without_the_extra_says_how_to_get_it(monkeypatch: pytest.
     monkeypatch.setitem(sys.modules, "sentence_transformers", None)  # as in a default install: not there
     with pytest.raises(EmbeddingError, match=r"pip install 'memlane\[torch\]'"):
         get_embedder(EmbeddingConfig(model=MINILM_FP32, runtime="torch"))
+
+
+def test_a_pass_pauses_before_every_layer_and_gives_the_same_vectors(embedder: BertEmbedder) -> None:
+    """The daemon's worker waits between layers while a request is in flight: the pause runs once per layer of
+    every pass, and a pass that paused gives exactly the vectors of one that did not."""
+    texts = REFERENCE["texts"][:3]
+    calls: list[int] = []
+    got = embedder.embed_passages_concurrent(texts, pause=lambda: calls.append(1))
+    passes = len(bert._batches(list(range(len(texts))), [4] * len(texts), embedder.batch_size))
+    assert len(calls) == passes * len(embedder.encoder.layers) > 0
+    assert np.allclose(got, embedder.embed_passages(texts), atol=1e-6)
+
+
+def test_a_pause_that_raises_abandons_the_pass(embedder: BertEmbedder) -> None:
+    """The worker's pause raises when the daemon stops: the pass ends there instead of running to its end."""
+    calls: list[int] = []
+
+    def pause() -> None:
+        calls.append(1)
+        if len(calls) == 2:
+            raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt):
+        embedder.embed_passages_concurrent(["one short text"], pause=pause)
+    assert len(calls) == 2

@@ -85,10 +85,51 @@ def _filtered(p: Privacy, text: str, cfg: Config) -> str:
     return _limit(p.text(text), cfg)
 
 
+TASK_OPEN, TASK_CLOSE = "<task-notification>", "</task-notification>"
+
+
+def task_notification(prompt: Any) -> tuple[str, str] | None:
+    """(agent id, result text) when a "prompt" is Claude Code's report of a finished background subagent.
+
+    Claude Code 2.1.328 runs Agent-tool subagents in the background; when one stops it submits a
+    ``<task-notification>`` block (task-id, status, summary, ``<result>``) as the next prompt, through
+    UserPromptSubmit, and writes it to the transcript with ``origin.kind: "task-notification"``
+    (tests/fixtures/claude-code/subagent/). Nobody typed it: it is the subagent's answer, not a user prompt.
+    """
+    if not isinstance(prompt, str):
+        return None
+    text = prompt.strip()
+    if not (text.startswith(TASK_OPEN) and text.endswith(TASK_CLOSE)):
+        return None
+    return _tag(text, "task-id"), _tag(text, "result")
+
+
+def _tag(text: str, name: str) -> str:
+    start = text.find(f"<{name}>")
+    end = text.rfind(f"</{name}>")
+    return text[start + len(name) + 2 : end].strip() if 0 <= start < end else ""
+
+
+def _subagent_answer(payload: dict[str, Any], cfg: Config, agent: str, text: str, **meta: Any) -> list[NewEvent]:
+    """A subagent's final answer. Its turn is the agent's id, whichever hook reports it: SubagentStop and the
+    task notification carry the same text, so the second delivery dedupes; a resumed agent's new answer
+    differs and is stored."""
+    p = Privacy(cfg)
+    content = _filtered(p, text, cfg)
+    stamped = p.stamp(_meta(payload, kind="subagent", **meta))
+    return [NewEvent("agent_response", str(payload["session_id"]), content, f"subagent:{agent}", stamped)]
+
+
 def user_prompt(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:
     prompt = payload.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         return []
+    notice = task_notification(prompt)
+    if notice is not None:
+        agent_id, result = notice
+        if not result:
+            return []
+        return _subagent_answer(payload, cfg, agent_id, result, agent_id=agent_id or None, source="task-notification")
     p = Privacy(cfg)
     content = _filtered(p, prompt, cfg)
     meta = p.stamp(_meta(payload, permission_mode=payload.get("permission_mode")))
@@ -140,13 +181,10 @@ def subagent_response(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:
         # Claude Code's own helpers (the two agents /compact runs) have no type; their text is the
         # compaction summary, stored from SessionStart(compact).
         return []
-    p = Privacy(cfg)
-    content = _filtered(p, text, cfg)
     agent = str(payload.get("agent_id") or payload.get("agent_type"))
-    meta = p.stamp(
-        _meta(payload, kind="subagent", agent_id=payload.get("agent_id"), agent_type=payload.get("agent_type"))
+    return _subagent_answer(
+        payload, cfg, agent, text, agent_id=payload.get("agent_id"), agent_type=payload.get("agent_type")
     )
-    return [NewEvent("agent_response", str(payload["session_id"]), content, _turn(payload, "subagent", agent), meta)]
 
 
 def agent_response(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:

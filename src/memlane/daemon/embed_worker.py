@@ -25,7 +25,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -39,6 +39,7 @@ STEP = 32  # events per project per step: the outbox lock is re-taken between st
 SLICE = 8  # texts per forward call; a request arriving mid-slice waits for none of it, but the CPU is shared
 NICE = 10
 MOST_WAIT_S = 2.0  # under a steady stream of requests the backlog still moves, one slice per this long
+PAUSE_MOST_S = 0.5  # a pass paused mid-way (between layers) for a request waits at most this long per layer
 
 
 # A BaseException: process_outbox's ``except Exception`` must not record a shutdown as a failed attempt.
@@ -63,6 +64,19 @@ class Gate:
             with self._cond:
                 self._busy -= 1
                 self._cond.notify_all()
+
+    def hold(self, future: Future[Any]) -> None:
+        """Count ``future`` as a request in flight until it is done (a query embedding started ahead of its
+        request: ``/api/prepare``)."""
+        with self._cond:
+            self._busy += 1
+
+        def done(_: Future[Any]) -> None:
+            with self._cond:
+                self._busy -= 1
+                self._cond.notify_all()
+
+        future.add_done_callback(done)
 
     @property
     def busy(self) -> int:
@@ -98,13 +112,26 @@ class BackgroundEmbedder:
         self.on_slice = on_slice
         # The numpy runtime can run a pass beside a query's instead of queueing behind its lock (the daemon keeps
         # BLAS to one thread, so two passes take two cores, not four); other runtimes serialise as before.
-        self._embed = getattr(embedder, "embed_passages_concurrent", None) or embedder.embed_passages
+        concurrent = getattr(embedder, "embed_passages_concurrent", None)
+        self._embed: Callable[[list[str]], Any] = (
+            (lambda texts: concurrent(texts, pause=self._pause)) if concurrent else embedder.embed_passages
+        )
 
     def __getattr__(self, name: str) -> Any:  # version, dim, model_id, window, ...
         return getattr(self.embedder, name)
 
     def chunk(self, text: str) -> list[str]:
         return self.embedder.chunk(text)
+
+    def _pause(self) -> None:
+        """Between two layers of a pass: a request that came in since the slice started goes first.
+
+        Niceness alone does not keep a pass out of a query's way on two cores: the worker thread, descheduled
+        while it holds the GIL, stalls the query's Python steps between its BLAS calls. Waiting here (on a
+        condition, GIL released) takes the pass off the CPU within one layer.
+        """
+        if self.gate.busy:
+            self.gate.wait_quiet(self.stop, PAUSE_MOST_S)
 
     def embed_passages(self, texts: list[str]) -> Any:
         import numpy as np

@@ -1,8 +1,9 @@
 """UserPromptSubmit's first step: tell the daemon which prompt is coming, before anything else is loaded.
 
 The hook then spends ~10–20 ms importing its modules and storing the prompt before it asks for memories; the
-daemon embeds the prompt meanwhile (most of its answer's cost), so the answer arrives that much sooner. Only
-the query vector is made early (``Engine.prepare``): the answer is the same as without this step.
+daemon embeds the prompt and finds its nearest neighbours meanwhile (most of its answer's cost), so the answer
+arrives that much sooner. Only the vector side is done early (``Engine.prepare``): the answer is the same as
+without this step.
 
 Stdlib, config and the socket client only: the point is to run before the hook's heavier imports.
 """
@@ -36,6 +37,8 @@ def start(raw: bytes) -> bool:
             return False
         prompt, cwd = payload.get("prompt"), payload.get("cwd")
         if not isinstance(prompt, str) or not prompt.strip() or len(prompt) > MAX_CHARS:
+            return False
+        if prompt.lstrip().startswith("<task-notification>"):  # a subagent's report: the hook asks nothing
             return False
         if not isinstance(cwd, str) or "\0" in cwd or not os.path.isabs(cwd):
             return False

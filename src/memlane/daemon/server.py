@@ -162,7 +162,7 @@ class Daemon:
         if not isinstance(prompt, str):
             raise InputError("prompt must be a string")
         with self.memory(body) as mem:
-            return {"prepared": self.engine.prepare(mem, retrieval_query(prompt, mem.config))}
+            return {"prepared": self.engine.prepare(mem, retrieval_query(prompt, mem.config), hold=self.gate.hold)}
 
     def _embed(self, body: dict[str, Any]) -> dict[str, Any]:
         """The warm model for other processes (``daemon.remote.RemoteEmbedder``): one model per user."""

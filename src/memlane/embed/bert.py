@@ -22,6 +22,7 @@ import mmap
 import os
 import struct
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -189,11 +190,20 @@ class BertEncoder:
             ln2_b=w("output.LayerNorm.bias"),
         )
 
-    def encode(self, texts: list[str], batch_size: int = 32, *, exclusive: bool = True) -> np.ndarray:
+    def encode(
+        self,
+        texts: list[str],
+        batch_size: int = 32,
+        *,
+        exclusive: bool = True,
+        pause: Callable[[], None] | None = None,
+    ) -> np.ndarray:
         """Unit vectors, one row per text, in input order.
 
         ``exclusive=False`` skips the lock: a forward pass keeps no state between calls, so it is safe beside
         another, and the daemon's background worker uses it so a query never waits for the worker's pass.
+        ``pause`` is called before every layer of every pass: the worker waits there while a request is in
+        flight, so a pass already under way gives the CPU (and the GIL) back within one layer, not one batch.
         """
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         if not texts:
@@ -203,10 +213,10 @@ class BertEncoder:
         order = sorted(range(len(texts)), key=lambda i: len(encodings[i]))
         with self._lock if exclusive else contextlib.nullcontext():
             for rows in _batches(order, [len(e) for e in encodings], max(1, batch_size)):
-                out[rows] = self._forward([encodings[i] for i in rows])
+                out[rows] = self._forward([encodings[i] for i in rows], pause)
         return out
 
-    def _forward(self, batch: list[list[int]]) -> np.ndarray:
+    def _forward(self, batch: list[list[int]], pause: Callable[[], None] | None = None) -> np.ndarray:
         size, length = len(batch), max(len(ids) for ids in batch)
         ids = np.zeros((size, length), dtype=np.int64)
         mask = np.zeros((size, length), dtype=np.float32)
@@ -218,6 +228,8 @@ class BertEncoder:
         # Padded keys get the most negative float, as transformers does: exp() of it is exactly 0.
         bias = ((1.0 - mask) * np.finfo(np.float32).min)[:, None, None, :]
         for layer in self.layers:
+            if pause is not None:
+                pause()
             x = self._block(x, size, length, bias, layer)
         x = x.reshape(size, length, self.dim)
         pooled = np.einsum("bld,bl->bd", x, mask) / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)

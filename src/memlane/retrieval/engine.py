@@ -21,6 +21,9 @@ from memlane.retrieval.select import by_support, select_for_injection
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
+    from concurrent.futures import Future
+
     # Memory owns the engine (Memory.search makes one); the engine only takes a Memory as an argument,
     # so importing memory.py at run time would close a circle.
     from memlane.memory import Memory
@@ -204,24 +207,30 @@ class Engine:
             time.sleep(0.05)
         return False
 
-    def prepare(self, memory: Memory, prompt: str) -> bool:
+    def prepare(self, memory: Memory, prompt: str, hold: Callable[[Future[Any]], None] | None = None) -> bool:
         """Start embedding a prompt that ``relevant`` will be asked about in a moment; True if started.
 
         The UserPromptSubmit hook sends its prompt here as soon as it has read it, then stores the prompt
-        and asks for the memories. Only the query vector is made early: it depends on nothing but the
-        prompt, while the full-text side reads word statistics that the stored prompt is part of, so it
-        waits for the real question. The answer is the same as without ``prepare``; it comes sooner.
+        and asks for the memories. The query vector and its nearest neighbours are found early: they depend
+        on nothing but the prompt and the vector table (the neighbours are reused only if the table has not
+        changed since), while the full-text side reads word statistics that the stored prompt is part of, so
+        it waits for the real question. The answer is the same as without ``prepare``; it comes sooner.
         """
         cfg = memory.config
         if len(prompt.strip()) < cfg.injection.min_prompt_chars or not self._vectors_for(memory, prompt):
             return False
-        from memlane.retrieval.hybrid import _executor
+        from memlane.retrieval.hybrid import Prepared, _executor
 
-        embed = self.embedder.embed_query  # before the lock: the property takes it too
+        embedder = self.embedder  # before the lock: the property takes it too
+        index = self.index(memory.project.id)
+        # The hook's search excludes the one prompt event it has just stored, so it asks for one more.
+        k = fitted_config(cfg, embedder).retrieval.candidates + 1
         with self._lock:
             if prompt not in self._prepared:
-                self._prepared[prompt] = _executor().submit(embed, prompt)
+                self._prepared[prompt] = future = _executor().submit(Prepared.make, embedder, index, prompt, k)
                 self.prepared["started"] += 1
+                if hold is not None:  # the daemon's worker pauses its passes until this embedding is done
+                    hold(future)
                 while len(self._prepared) > PREPARED_KEEP:  # prompts never asked about (a hook that died)
                     self._prepared.pop(next(iter(self._prepared)))
         return True

@@ -38,6 +38,43 @@ MIN_BACKGROUND = 10  # neighbours needed to take their median as the query's bac
 UNRELATED_COSINE = 0.2  # all-MiniLM-L6-v2's typical similarity between unrelated texts (an embedder may say its own)
 
 
+class Prepared:
+    """A query's vector made ahead of its search, with the neighbours it had then (``Engine.prepare``).
+
+    The neighbours are used only if the search asks exactly what was asked ahead (same count, no filter) and
+    the vector table has not changed since: then they are what the search would find itself, so the answer
+    does not depend on when the hook's request arrived.
+    """
+
+    def __init__(self, vector: Any, k: int, near: dict[str, Any] | None, version: int | None) -> None:
+        self.vector = vector
+        self.k = k
+        self.near = near
+        self.version = version
+
+    @classmethod
+    def make(cls, embedder: Any, index: Any, query: str, k: int) -> Prepared:
+        vector = embedder.embed_query(query)
+        if index is None:
+            return cls(vector, k, None, None)
+        try:
+            version = index.table_version()
+            return cls(vector, k, index.nearest(vector, k), version)
+        except Exception as exc:  # noqa: BLE001 - the search will ask the index itself and report it
+            from memlane.logs import log
+
+            log("retrieval", "debug", f"neighbours not prepared: {exc!r}")
+            return cls(vector, k, None, None)
+
+    def neighbours(self, index: Any, k: int, where: str | None) -> dict[str, Any] | None:
+        if self.near is None or k != self.k or where is not None:
+            return None
+        try:
+            return self.near if index.table_version() == self.version else None
+        except Exception:  # noqa: BLE001 - unsure: search afresh
+            return None
+
+
 class Hit:
     __slots__ = ("confidence", "event", "score", "sources")
 
@@ -365,7 +402,11 @@ class Retriever:
             return {}
         try:
             vector = pending.result() if hasattr(pending, "result") else pending
-            near = self.index.nearest(vector, self.cfg.retrieval.candidates + len(exclude_ids), where=_where(filters))
+            k, where, near = self.cfg.retrieval.candidates + len(exclude_ids), _where(filters), None
+            if isinstance(vector, Prepared):
+                vector, near = vector.vector, vector.neighbours(self.index, k, where)
+            if near is None:
+                near = self.index.nearest(vector, k, where=where)
         except Exception as exc:  # noqa: BLE001 - a broken vector index degrades to text search
             from memlane.logs import log
 
