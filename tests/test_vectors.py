@@ -493,6 +493,80 @@ def test_the_edit_that_retires_a_memory_is_found_in_the_store_when_the_prompt_mi
     m.close()
 
 
+# A library replaced, as the replay's history has it: the first session wraps moment, an on-topic session
+# touches the same page later, and the session that swapped moment for date-fns shares few of the question's
+# words ("relative times" is how the first session put it).
+LIBRARY_HISTORY = [
+    (
+        "feed",
+        "user_prompt",
+        'In the order history page, show relative times like "2 hours ago" instead of raw ISO timestamps.',
+        "08-10T10:00",
+    ),
+    (
+        "feed",
+        "tool_observation",
+        'Write: /home/dev/src/shop/web/src/lib/ago.ts\nimport moment from "moment";\n\n'
+        "export const ago = (iso: string) => moment(iso).fromNow();",
+        "08-10T10:01",
+    ),
+    (
+        "feed",
+        "agent_response",
+        "OrderHistory now renders relative times like 2 hours ago through web/src/lib/ago.ts, which wraps"
+        " moment's fromNow() instead of showing raw ISO timestamps.",
+        "08-10T10:02",
+    ),
+    ("swap", "user_prompt", "moment is 67 KB of our bundle just for this. Replace it.", "10-01T10:00"),
+    (
+        "swap",
+        "tool_observation",
+        'Edit: /home/dev/src/shop/web/src/lib/ago.ts\n- import moment from "moment";\n'
+        '+ import { formatDistanceToNow } from "date-fns";',
+        "10-01T10:01",
+    ),
+    (
+        "swap",
+        "agent_response",
+        "ago.ts now uses date-fns formatDistanceToNow(date, { addSuffix: true }); moment is gone from package.json.",
+        "10-01T10:02",
+    ),
+    ("tz", "user_prompt", 'New entries in the order history page say "in 9 hours" for users in Korea.', "10-10T10:00"),
+    (
+        "tz",
+        "agent_response",
+        "The API sent naive timestamps without an offset, so browsers read them as local time; the order"
+        " history page now gets UTC timestamps with an offset.",
+        "10-10T10:01",
+    ),
+]
+
+
+def test_the_answer_of_a_replacing_edit_takes_the_place_of_the_memory_it_retired(proj: Path, embedder: Any) -> None:
+    """Which library formats the relative times? The answer that swapped moment for date-fns, not the stale
+    one (retired by the edit) and not only the on-topic session that outscores the swap on the question's words."""
+    m = Memory.open(proj)
+    m.store.append(
+        [
+            NewEvent(kind, sid, text, str(i), ts=f"2026-{at}:00.000Z")
+            for i, (sid, kind, text, at) in enumerate(LIBRARY_HISTORY)
+        ]
+    )
+    process_outbox(m, embedder)
+    query = "Which library formats the relative times in the order history page?"
+    engine = Engine(m.config)
+    hits = engine.search(m, query, limit=15)
+    swap_answer = next(h for h in hits if h.event.session_id == "swap" and h.event.type == "agent_response")
+    feed_best = max(h.score for h in hits if h.event.session_id == "feed")
+    assert swap_answer.score < m.config.retrieval.inject_relative * feed_best  # alone it would be cut by the count
+    found = engine.relevant(m, query)
+    assert "swap" in {h.event.session_id for h in found}
+    assert "feed" not in {h.event.session_id for h in found}  # the stale answer stays out
+    promoted = next(h for h in found if h.event.id == swap_answer.event.id)
+    assert promoted.score == pytest.approx(feed_best) and promoted.sources["replaces"] == pytest.approx(feed_best)
+    m.close()
+
+
 def test_edit_fragments_of_claude_and_codex_edits() -> None:
     """What an edit takes out: settings, code-like identifiers and imported libraries, not plain words."""
     from memlane.retrieval.select import edit_sides, fragments

@@ -174,7 +174,8 @@ _WORD = re.compile(r"[^\W_]+")
 
 
 def drop_replaced(hits: list[Hit], store: Any = None, edits: list[tuple[Event, set[str]]] | None = None) -> list[Hit]:
-    """Leave out memories that a later edit proves stale, with their whole exchange.
+    """Leave out memories that a later edit proves stale, with their whole exchange, and put the
+    exchange of the edit in their place (``promote_replacements``).
 
     When an edit removes a setting, an identifier or an imported library (``pool_size=10``,
     ``moment``) and does not put it back, an earlier memory quoting it describes code that no longer
@@ -187,15 +188,49 @@ def drop_replaced(hits: list[Hit], store: Any = None, edits: list[tuple[Event, s
     if not edits:
         return hits
     exchange = _exchanges([h.event for h in hits] + [e for e, _ in edits], store)
-    stale: set[str] = set()
+    retired_by: dict[str, set[str]] = {}  # retired exchange → the exchanges of the edits that retired it
     for h in hits:
         quoted = fragments(h.event.content)
         for edit, gone in edits:
             later = h.event.ts < edit.ts and exchange[h.event.id] != exchange[edit.id]
             if later and quoted & gone:
-                stale.add(exchange[h.event.id])
-                break
-    return [h for h in hits if exchange[h.event.id] not in stale]
+                retired_by.setdefault(exchange[h.event.id], set()).add(exchange[edit.id])
+    if not retired_by:
+        return hits
+    kept = [h for h in hits if exchange[h.event.id] not in retired_by]
+    return promote_replacements(kept, [h for h in hits if exchange[h.event.id] in retired_by], retired_by, exchange)
+
+
+def promote_replacements(
+    kept: list[Hit], retired: list[Hit], retired_by: dict[str, set[str]], exchange: dict[str, str]
+) -> list[Hit]:
+    """Give the answer of a replacing edit's exchange the score of the best memory it retired.
+
+    The retired memory answered the prompt's question as it stood before the edit; the exchange that
+    made the edit answers it as it stands now, but usually shares fewer words with the prompt ("which
+    library formats relative times?" names the old library's job, not the new one), so it sat under
+    the gate or under the adaptive count while the stale answer led. What is raised is the exchange's
+    answers (its agent responses and session summary), or its best hit if it has none among the hits;
+    never an event the search did not return, and never the tool output around the answer.
+    """
+    best: dict[str, Hit] = {}  # replacing exchange → the best retired hit it replaces
+    for h in retired:
+        for ex in retired_by[exchange[h.event.id]]:
+            if ex not in best or h.score > best[ex].score:
+                best[ex] = h
+    raise_ids: set[str] = set()
+    for ex in best:
+        members = [h for h in kept if exchange[h.event.id] == ex]
+        answers = [h for h in members if h.event.type in ANSWERS]
+        raise_ids.update(h.event.id for h in answers or members[:1])  # ``kept`` is in order of P
+    out = []
+    for h in kept:
+        top = best.get(exchange[h.event.id])
+        if h.event.id in raise_ids and top is not None and top.score > h.score:
+            h = type(h)(h.event, top.score, {**h.sources, "replaces": top.score}, top.confidence)
+        out.append(h)
+    out.sort(key=lambda h: -h.score)
+    return out
 
 
 def later_edits(hits: list[Hit], store: Any) -> list[tuple[Event, set[str]]]:
