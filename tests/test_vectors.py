@@ -616,6 +616,35 @@ def test_a_pasted_error_brings_the_answer_of_the_session_that_showed_it(proj: Pa
     m.close()
 
 
+def test_what_a_session_summary_repeats_is_not_injected_again(proj: Path, embedder: Any) -> None:
+    """A summary quotes its prompt and answer word for word: the prompt gets the summary, not three copies."""
+    prompt = "Add a /healthz endpoint for Fly health checks that checks Postgres and Redis."
+    answer = "GET /healthz runs SELECT 1 and a Redis PING and returns 503 if either fails; fly.toml polls it."
+    healthz = [
+        ("user_prompt", prompt),
+        ("tool_observation", 'Bash: curl -s localhost:8000/healthz\n{"ok":true}'),
+        ("agent_response", answer),
+        ("session_summary", f"Asked: {prompt}\nFiles changed: app/health.py\nOutcome: {answer}"),
+    ]
+    events = [NewEvent(kind, "health", text, str(i)) for i, (kind, text) in enumerate(healthz)]
+    events += [NewEvent(kind, sid, text, str(i)) for i, (sid, kind, text) in enumerate(ONE_PROJECT)]
+    m = Memory.open(proj)
+    m.store.append(events)
+    process_outbox(m, embedder)
+    engine = Engine(m.config)
+    query = "What does the /healthz endpoint for the Fly health checks check?"
+
+    def repeats(found: list[Any]) -> list[str]:
+        return [a.event.type for a in found for b in found if a is not b and a.event.content in b.event.content]
+
+    over = [h for h in engine.search(m, query, limit=15) if h.confidence != "none"]
+    assert len(repeats(over)) >= 2  # the prompt and the answer score over the gate beside the summary
+    found = engine.relevant(m, query)
+    assert "session_summary" in {h.event.type for h in found}
+    assert repeats(found) == []
+    m.close()
+
+
 def test_a_korean_query_skips_english_only_vectors(proj: Path, embedder: Any) -> None:
     """all-MiniLM-L6-v2 maps Korean text to near-identical vectors: unrelated Korean history must not ride along."""
     m = Memory.open(proj)

@@ -48,17 +48,46 @@ def gate(hits: list[Hit], rcfg: Any, max_results: int) -> list[Hit]:
     """The hits worth injecting: labelled, over the threshold, and close to the best one.
 
     The count follows confidence: one strong memory is injected alone rather than padded with weak
-    ones (a further hit needs ``inject_relative`` of the best score), except that a chosen session
-    without an answer among the chosen brings its best answer over the gate (``with_answers``).
+    ones (a further hit needs ``inject_relative`` of the best score), and nothing is injected twice
+    (``drop_repeated``), except that a chosen session without an answer among the chosen brings its
+    best answer over the gate (``with_answers``).
     """
     passed = [h for h in hits if h.confidence != "none" and h.score >= rcfg.inject_threshold]
     if not passed:
         return []
     best = max(h.score for h in passed)
     # Not one per session: tried, and a session's best-ranked event is often its summary or prompt
-    # rather than the answer itself (coding replay dev: 0.61 → 0.47 of answers injected).
-    chosen = [h for h in passed if h.score >= rcfg.inject_relative * best][:max_results]
-    return with_answers(chosen, passed, max_results)
+    # rather than the answer itself (coding replay dev: 0.61 → 0.47 of answers injected). One per
+    # exchange, with the answer added, kept every answer on the replay but lost the user's own turn
+    # beside the assistant's reply on LongMemEval (dev, every 5th: evidence injected 0.750 → 0.643).
+    chosen = drop_repeated([h for h in passed if h.score >= rcfg.inject_relative * best])[:max_results]
+    return with_answers(chosen, drop_repeated(passed, chosen), max_results)
+
+
+def drop_repeated(hits: list[Hit], chosen: list[Hit] | None = None) -> list[Hit]:
+    """``hits`` without those whose whole text another of ``chosen`` (default: ``hits``) repeats.
+
+    A session summary quotes its prompt ("Asked: …") and its answer ("Outcome: …") word for word, so
+    injecting the three spends the prompt's room on one thing said twice (coding replay dev: 2.15 →
+    1.43 memories per prompt, the same prompts answered and silent). Only a verbatim repeat is
+    dropped, so nothing the injected memories say is lost; of two identical texts the better-ranked
+    stays.
+    """
+    pool = hits if chosen is None else chosen
+    texts = {h.event.id: " ".join(h.event.content.split()) for h in [*hits, *pool]}
+    place = {h.event.id: i for i, h in enumerate(pool)}
+
+    def repeated(h: Hit) -> bool:
+        text = texts[h.event.id]
+        for i, other in enumerate(pool):
+            if other.event.id == h.event.id:
+                continue
+            longer = texts[other.event.id]
+            if text in longer and (len(longer) > len(text) or i < place.get(h.event.id, len(pool))):
+                return True
+        return False
+
+    return [h for h in hits if not repeated(h)]
 
 
 ANSWERS = ("agent_response", "session_summary")
