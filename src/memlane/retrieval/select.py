@@ -30,7 +30,10 @@ def select_for_injection(hits: list[Hit], index: Any, cfg: Config, store: Any = 
     if store is not None and chosen and (edits := later_edits(chosen, store)):
         hits = drop_replaced(hits, store, edits)
         chosen = gate(hits, rcfg, most)
-    return supersede(chosen, index, rcfg.supersede_similarity)
+    # Repeats go last: a prompt's vector, repeated in its session's summary, is what tells the
+    # supersession check that an older memory is on its subject; dropped earlier, it let superseded
+    # answers through.
+    return drop_repeated(supersede(chosen, index, rcfg.supersede_similarity))
 
 
 def by_support(hits: list[Hit], n: int) -> list[Hit]:
@@ -48,9 +51,8 @@ def gate(hits: list[Hit], rcfg: Any, max_results: int) -> list[Hit]:
     """The hits worth injecting: labelled, over the threshold, and close to the best one.
 
     The count follows confidence: one strong memory is injected alone rather than padded with weak
-    ones (a further hit needs ``inject_relative`` of the best score), and nothing is injected twice
-    (``drop_repeated``), except that a chosen session without an answer among the chosen brings its
-    best answer over the gate (``with_answers``).
+    ones (a further hit needs ``inject_relative`` of the best score), except that a chosen session
+    without an answer among the chosen brings its best answer over the gate (``with_answers``).
     """
     passed = [h for h in hits if h.confidence != "none" and h.score >= rcfg.inject_threshold]
     if not passed:
@@ -60,34 +62,25 @@ def gate(hits: list[Hit], rcfg: Any, max_results: int) -> list[Hit]:
     # rather than the answer itself (coding replay dev: 0.61 → 0.47 of answers injected). One per
     # exchange, with the answer added, kept every answer on the replay but lost the user's own turn
     # beside the assistant's reply on LongMemEval (dev, every 5th: evidence injected 0.750 → 0.643).
-    chosen = drop_repeated([h for h in passed if h.score >= rcfg.inject_relative * best])[:max_results]
-    return with_answers(chosen, drop_repeated(passed, chosen), max_results)
+    chosen = [h for h in passed if h.score >= rcfg.inject_relative * best][:max_results]
+    return with_answers(chosen, passed, max_results)
 
 
-def drop_repeated(hits: list[Hit], chosen: list[Hit] | None = None) -> list[Hit]:
-    """``hits`` without those whose whole text another of ``chosen`` (default: ``hits``) repeats.
+def drop_repeated(chosen: list[Hit]) -> list[Hit]:
+    """``chosen`` without the memories whose whole text another of them repeats.
 
     A session summary quotes its prompt ("Asked: …") and its answer ("Outcome: …") word for word, so
     injecting the three spends the prompt's room on one thing said twice (coding replay dev: 2.15 →
-    1.43 memories per prompt, the same prompts answered and silent). Only a verbatim repeat is
-    dropped, so nothing the injected memories say is lost; of two identical texts the better-ranked
-    stays.
+    1.37 memories per prompt). Only a verbatim repeat is dropped and nothing takes its place, so what
+    is injected says everything it said before; of two identical texts the first stays.
     """
-    pool = hits if chosen is None else chosen
-    texts = {h.event.id: " ".join(h.event.content.split()) for h in [*hits, *pool]}
-    place = {h.event.id: i for i, h in enumerate(pool)}
+    texts = [" ".join(h.event.content.split()) for h in chosen]
 
-    def repeated(h: Hit) -> bool:
-        text = texts[h.event.id]
-        for i, other in enumerate(pool):
-            if other.event.id == h.event.id:
-                continue
-            longer = texts[other.event.id]
-            if text in longer and (len(longer) > len(text) or i < place.get(h.event.id, len(pool))):
-                return True
-        return False
+    def repeated(i: int) -> bool:
+        text = texts[i]
+        return any(j != i and text in other and (len(other) > len(text) or j < i) for j, other in enumerate(texts))
 
-    return [h for h in hits if not repeated(h)]
+    return [h for i, h in enumerate(chosen) if not repeated(i)]
 
 
 ANSWERS = ("agent_response", "session_summary")
