@@ -184,8 +184,9 @@ def evaluate(
                 asked = datetime.fromisoformat(iso(q["question_date"]).replace("Z", "+00:00"))
                 hits = retriever.search(q["question"], limit=50, now=asked)
                 ranking = [h.event for h in hits]
-                # As Engine.relevant picks: the 15 best by P among the candidates, then the gate.
-                injected = select_for_injection(by_support(hits, cfg.injection.max_results * 3), index, cfg)
+                # As Engine.relevant picks: the 15 best by P among the candidates, then the gate (with the store,
+                # as the hook has it: one memory per exchange, and its answer).
+                injected = select_for_injection(by_support(hits, cfg.injection.max_results * 3), index, cfg, store)
             latencies.append((time.perf_counter() - t0) * 1000)
             sessions: list[str] = []
             for event in ranking:

@@ -493,6 +493,80 @@ def test_the_edit_that_retires_a_memory_is_found_in_the_store_when_the_prompt_mi
     m.close()
 
 
+# A library replaced, as the replay's history has it: the first session wraps moment, an on-topic session
+# touches the same page later, and the session that swapped moment for date-fns shares few of the question's
+# words ("relative times" is how the first session put it).
+LIBRARY_HISTORY = [
+    (
+        "feed",
+        "user_prompt",
+        'In the order history page, show relative times like "2 hours ago" instead of raw ISO timestamps.',
+        "08-10T10:00",
+    ),
+    (
+        "feed",
+        "tool_observation",
+        'Write: /home/dev/src/shop/web/src/lib/ago.ts\nimport moment from "moment";\n\n'
+        "export const ago = (iso: string) => moment(iso).fromNow();",
+        "08-10T10:01",
+    ),
+    (
+        "feed",
+        "agent_response",
+        "OrderHistory now renders relative times like 2 hours ago through web/src/lib/ago.ts, which wraps"
+        " moment's fromNow() instead of showing raw ISO timestamps.",
+        "08-10T10:02",
+    ),
+    ("swap", "user_prompt", "moment is 67 KB of our bundle just for this. Replace it.", "10-01T10:00"),
+    (
+        "swap",
+        "tool_observation",
+        'Edit: /home/dev/src/shop/web/src/lib/ago.ts\n- import moment from "moment";\n'
+        '+ import { formatDistanceToNow } from "date-fns";',
+        "10-01T10:01",
+    ),
+    (
+        "swap",
+        "agent_response",
+        "ago.ts now uses date-fns formatDistanceToNow(date, { addSuffix: true }); moment is gone from package.json.",
+        "10-01T10:02",
+    ),
+    ("tz", "user_prompt", 'New entries in the order history page say "in 9 hours" for users in Korea.', "10-10T10:00"),
+    (
+        "tz",
+        "agent_response",
+        "The API sent naive timestamps without an offset, so browsers read them as local time; the order"
+        " history page now gets UTC timestamps with an offset.",
+        "10-10T10:01",
+    ),
+]
+
+
+def test_the_answer_of_a_replacing_edit_takes_the_place_of_the_memory_it_retired(proj: Path, embedder: Any) -> None:
+    """Which library formats the relative times? The answer that swapped moment for date-fns, not the stale
+    one (retired by the edit) and not only the on-topic session that outscores the swap on the question's words."""
+    m = Memory.open(proj)
+    m.store.append(
+        [
+            NewEvent(kind, sid, text, str(i), ts=f"2026-{at}:00.000Z")
+            for i, (sid, kind, text, at) in enumerate(LIBRARY_HISTORY)
+        ]
+    )
+    process_outbox(m, embedder)
+    query = "Which library formats the relative times in the order history page?"
+    engine = Engine(m.config)
+    hits = engine.search(m, query, limit=15)
+    swap_answer = next(h for h in hits if h.event.session_id == "swap" and h.event.type == "agent_response")
+    feed_best = max(h.score for h in hits if h.event.session_id == "feed")
+    assert swap_answer.score < m.config.retrieval.inject_relative * feed_best  # alone it would be cut by the count
+    found = engine.relevant(m, query)
+    assert "swap" in {h.event.session_id for h in found}
+    assert "feed" not in {h.event.session_id for h in found}  # the stale answer stays out
+    promoted = next(h for h in found if h.event.id == swap_answer.event.id)
+    assert promoted.score == pytest.approx(feed_best) and promoted.sources["replaces"] == pytest.approx(feed_best)
+    m.close()
+
+
 def test_edit_fragments_of_claude_and_codex_edits() -> None:
     """What an edit takes out: settings, code-like identifiers and imported libraries, not plain words."""
     from memlane.retrieval.select import edit_sides, fragments
@@ -539,6 +613,35 @@ def test_a_pasted_error_brings_the_answer_of_the_session_that_showed_it(proj: Pa
     found = Engine(m.config).relevant(m, query)
     assert found[0].event.type == "tool_observation"
     assert any(h.event.session_id == "flaky" and h.event.type in ANSWERS for h in found)
+    m.close()
+
+
+def test_what_a_session_summary_repeats_is_not_injected_again(proj: Path, embedder: Any) -> None:
+    """A summary quotes its prompt and answer word for word: the prompt gets the summary, not three copies."""
+    prompt = "Add a /healthz endpoint for Fly health checks that checks Postgres and Redis."
+    answer = "GET /healthz runs SELECT 1 and a Redis PING and returns 503 if either fails; fly.toml polls it."
+    healthz = [
+        ("user_prompt", prompt),
+        ("tool_observation", 'Bash: curl -s localhost:8000/healthz\n{"ok":true}'),
+        ("agent_response", answer),
+        ("session_summary", f"Asked: {prompt}\nFiles changed: app/health.py\nOutcome: {answer}"),
+    ]
+    events = [NewEvent(kind, "health", text, str(i)) for i, (kind, text) in enumerate(healthz)]
+    events += [NewEvent(kind, sid, text, str(i)) for i, (sid, kind, text) in enumerate(ONE_PROJECT)]
+    m = Memory.open(proj)
+    m.store.append(events)
+    process_outbox(m, embedder)
+    engine = Engine(m.config)
+    query = "What does the /healthz endpoint for the Fly health checks check?"
+
+    def repeats(found: list[Any]) -> list[str]:
+        return [a.event.type for a in found for b in found if a is not b and a.event.content in b.event.content]
+
+    over = [h for h in engine.search(m, query, limit=15) if h.confidence != "none"]
+    assert len(repeats(over)) >= 2  # the prompt and the answer score over the gate beside the summary
+    found = engine.relevant(m, query)
+    assert "session_summary" in {h.event.type for h in found}
+    assert repeats(found) == []
     m.close()
 
 
