@@ -1,6 +1,6 @@
 """Turn overhead memlane adds in the real Claude Code CLI: whole `claude -p` turns with and without its hooks.
 
-    python benchmarks/turn_overhead.py [--rounds 12] [--claude PATH/TO/claude] [--daemon] [--keep]
+    python benchmarks/turn_overhead.py [--rounds 12] [--claude PATH/TO/claude] [--daemon] [--trace] [--keep]
 
 Offline, against the scripted model stub (../shared/claude-code/stub_anthropic.py, or $CLAUDE_CODE_STUB): a
 temp HOME with two git projects, `bare/` (no hooks) and `mem/` (hooks from `memlane install --scope
@@ -21,6 +21,11 @@ one) and UserPromptSubmit uses the full-text fallback. With --daemon, `memlane d
 runs at the end; the daemon's worker embeds the new events while turns run, as it would in real use.
 --hook-command 'python3 -c pass' registers that command in place of memlane's (same events, timeouts, async
 flags): what any hooks of this shape cost a turn, the floor under memlane's ratio.
+--trace puts every hook behind a timing shell and prints, per event, its whole-process time and where it
+starts and ends relative to the end of its `claude` process: which hooks the turn waits for, and how long
+(the shell adds a few ms per hook, so a traced run's ratio is not the result). memlane's package is
+byte-compiled first, as a pip install leaves it (with PYTHONDONTWRITEBYTECODE set, every hook would
+otherwise compile its modules from source).
 Exit status: 0 valid run, 1 invalid (a turn failed, or nothing was captured).
 """
 
