@@ -1,6 +1,6 @@
 """Turn overhead memlane adds in the real Claude Code CLI: whole `claude -p` turns with and without its hooks.
 
-    python benchmarks/turn_overhead.py [--rounds 12] [--claude PATH/TO/claude] [--daemon] [--keep]
+    python benchmarks/turn_overhead.py [--rounds 12] [--claude PATH/TO/claude] [--daemon] [--trace] [--keep]
 
 Offline, against the scripted model stub (../shared/claude-code/stub_anthropic.py, or $CLAUDE_CODE_STUB): a
 temp HOME with two git projects, `bare/` (no hooks) and `mem/` (hooks from `memlane install --scope
@@ -21,6 +21,11 @@ one) and UserPromptSubmit uses the full-text fallback. With --daemon, `memlane d
 runs at the end; the daemon's worker embeds the new events while turns run, as it would in real use.
 --hook-command 'python3 -c pass' registers that command in place of memlane's (same events, timeouts, async
 flags): what any hooks of this shape cost a turn, the floor under memlane's ratio.
+--trace puts every hook behind a timing shell and prints, per event, its whole-process time and where it
+starts and ends relative to the end of its `claude` process: which hooks the turn waits for, and how long
+(the shell adds a few ms per hook, so a traced run's ratio is not the result). memlane's package is
+byte-compiled first, as a pip install leaves it (with PYTHONDONTWRITEBYTECODE set, every hook would
+otherwise compile its modules from source).
 Exit status: 0 valid run, 1 invalid (a turn failed, or nothing was captured).
 """
 
@@ -38,6 +43,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from memlane import __file__ as MEMLANE_INIT
 from memlane.store.records import EVENT_TYPES
 
 REPO = Path(__file__).resolve().parents[1]
@@ -125,6 +131,48 @@ def wait_daemon(env: dict[str, str], cwd: Path, timeout: float = 180) -> dict:  
     raise SystemExit(f"the daemon's model did not load within {timeout:.0f} s: {json.dumps(info)[:300]}")
 
 
+TRACE_SH = """#!/bin/bash
+# LOG EVENT CMD...: run one hook, then log its event, start and end (bash's clock: no extra process)
+log=$1; ev=$2; shift 2
+t0=$EPOCHREALTIME
+"$@"
+rc=$?
+echo "$ev $t0 $EPOCHREALTIME" >> "$log"
+exit $rc
+"""
+
+
+def wrap_hooks(settings: dict, script: Path, log: Path) -> None:  # type: ignore[type-arg]
+    """Put every hook command of ``settings`` behind the timing shell (a hook Claude Code kills logs nothing)."""
+    script.write_text(TRACE_SH, encoding="utf-8")
+    script.chmod(0o755)
+    for event, groups in settings["hooks"].items():
+        for group in groups:
+            for hook in group["hooks"]:
+                hook["command"] = f"{script} {log} {event} {hook['command']}"
+
+
+def print_trace(log: Path, windows: list[tuple[float, float]]) -> None:
+    """Per event: whole-process ms, and where it starts and ends relative to the end of its `claude` turn."""
+    rows: dict[str, list[tuple[float, float, float]]] = {}
+    lines = log.read_text(encoding="utf-8").split() if log.exists() else []
+    for i in range(0, len(lines) - 2, 3):
+        event, start, end = lines[i], float(lines[i + 1]), float(lines[i + 2])
+        turn = next(((a, b) for a, b in windows if a <= start <= b), None)
+        if turn:
+            rows.setdefault(event, []).append((end - start, start - turn[1], end - turn[1]))
+    head = ("hook (traced)", "runs", "p50 ms", "p95 ms", "start→exit ms", "end→exit ms", "ended after exit")
+    print("\n{:<20}{:>5}{:>8}{:>8}{:>15}{:>13}{:>18}".format(*head))
+    for event, vals in rows.items():
+        ms = [v[0] * 1000 for v in vals]
+        start = statistics.median(v[1] * 1000 for v in vals)
+        end = statistics.median(v[2] * 1000 for v in vals)
+        late = f"{sum(1 for v in vals if v[2] > 0)} of {len(vals)}"
+        p50, p95 = statistics.median(ms), pct(ms, 0.95)
+        print(f"{event:<20}{len(vals):>5}{p50:>8.1f}{p95:>8.1f}{start:>15.0f}{end:>13.0f}{late:>18}")
+    print(f"(turns traced: {len(windows)}; a hook missing from a turn was killed before it logged)")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=12, help="paired turns (one per side each round)")
@@ -135,9 +183,17 @@ def main() -> int:
         help="a floor: register this command (e.g. 'python3 -c pass') wherever memlane installed a hook, same "
         "events, timeouts and async flags; nothing is captured then, so the capture check is skipped",
     )
+    ap.add_argument(
+        "--trace",
+        action="store_true",
+        help="wrap each hook in a timing shell and print, per event, its whole-process time and how it sits "
+        "in the turn (the wrapper's bash adds a few ms per hook, so the ratio of a traced run is not the result)",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (HOME, projects, store, request log)")
     args = ap.parse_args()
     claude = find_claude(args.claude)
+    # As a pip install leaves it: hooks read bytecode, not source (PYTHONDONTWRITEBYTECODE would recompile it all).
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(Path(MEMLANE_INIT).parent)], check=True)
     load_start = " ".join(f"{x:.2f}" for x in os.getloadavg())
     if not STUB.exists():
         raise SystemExit(f"stub model server not found at {STUB} (set CLAUDE_CODE_STUB)")
@@ -178,6 +234,10 @@ def main() -> int:
                     hook["command"] = args.hook_command
         settings_path.write_text(json.dumps(settings, indent=2), encoding="utf-8")
     hook_cmd = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    trace_log = root / "trace.log"
+    if args.trace:
+        wrap_hooks(settings, root / "trace.sh", trace_log)
+        settings_path.write_text(json.dumps(settings, indent=2), encoding="utf-8")
 
     stub = subprocess.Popen(
         [
@@ -196,6 +256,7 @@ def main() -> int:
     daemon_info: dict = {}  # type: ignore[type-arg]
     failures: list[str] = []
     times: dict[str, list[float]] = {"bare": [], "mem": []}
+    windows: list[tuple[float, float]] = []  # wall-clock start/end of every memlane-side turn (--trace)
     try:
         for _ in range(100):
             try:
@@ -213,7 +274,7 @@ def main() -> int:
 
         def turn(side: str) -> float:
             cwd = bare if side == "bare" else mem
-            t0 = time.perf_counter()
+            wall0, t0 = time.time(), time.perf_counter()
             proc = subprocess.run(
                 [str(claude), "-p", PROMPT, "--allowedTools", "Bash", "--output-format", "json"],
                 env=env,
@@ -223,6 +284,8 @@ def main() -> int:
                 timeout=300,
             )
             elapsed = time.perf_counter() - t0
+            if side == "mem":
+                windows.append((wall0, wall0 + elapsed))
             problem = ""
             if proc.returncode != 0:
                 problem = f"exit {proc.returncode}: {proc.stderr.strip()[-300:]}"
@@ -250,6 +313,8 @@ def main() -> int:
             print(f"round {r + 1:>2}/{args.rounds}: " + ", ".join(line), flush=True)
         time.sleep(2)  # let a detached or spooled write land before counting
         counts = stored_events(env, mem)
+        if args.trace:
+            print_trace(trace_log, windows[1:])  # the warm-up turn is left out
         if args.daemon:
             status = memlane(env, mem, "daemon", "status", "--json")
             if status.returncode == 0 and status.stdout.strip():

@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -110,16 +111,22 @@ def test_built_wheel_installs_and_works(tmp_path: Path) -> None:
     out = memlane("install").stdout
     settings = json.loads((home / ".claude" / "settings.json").read_text())
     command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
-    assert command == f"{bin_dir / 'memlane'} hook UserPromptSubmit"
+    launcher = Path(where).parent / "hook_launcher.py"
+    assert command == f"{bin_dir / 'python'} -S {launcher} UserPromptSubmit"  # no site: memlane from the launcher
     assert "Installed memlane hooks" in out
 
-    # A hook exactly as Claude Code runs it: the registered command, the payload on stdin.
+    # A hook exactly as Claude Code runs it: the registered command through a shell, the payload on stdin.
     for event, name in (("UserPromptSubmit", "02-UserPromptSubmit.json"), ("PostToolUse", "04-PostToolUse.json")):
         data = json.loads((PAYLOADS / name).read_text())
         data["cwd"] = str(project)
-        hooked = sh(*f"{bin_dir / 'memlane'} hook {event}".split(), env=env, cwd=project, input=json.dumps(data))
+        registered = settings["hooks"][event][0]["hooks"][0]["command"]
+        hooked = sh("sh", "-c", registered, env=env, cwd=project, input=json.dumps(data))
         assert hooked.stderr == ""
-    hits = json.loads(memlane("search", "narwhal", "--json").stdout)
+    for _ in range(200):  # PostToolUse is stored by a detached child, after the hook process has returned
+        hits = json.loads(memlane("search", "narwhal", "--json").stdout)
+        if hits:
+            break
+        time.sleep(0.1)
     assert hits and hits[0]["type"] == "tool_observation" and "narwhal" in hits[0]["summary"]
     plugin = Path(memlane("plugin", "path").stdout.strip())  # package data made it into the wheel
     assert (plugin / "commands" / "memory-search.md").is_file()

@@ -19,6 +19,7 @@ from memlane.capture import events as build
 from memlane.capture import inject, own, spool
 from memlane.errors import MemlaneError
 from memlane.logs import log
+from memlane.store import keys
 from memlane.store.db import NewEvent, Store
 
 TYPE_CHECKING = False
@@ -356,8 +357,11 @@ def _output(event: str, context: str) -> str:
     return json.dumps(body, ensure_ascii=False)
 
 
-def handle(event: str, raw: bytes) -> str:
-    """Process one hook delivery; returns what to print on stdout (possibly empty)."""
+def handle(event: str, raw: bytes, delivered: float | None = None) -> str:
+    """Process one hook delivery; returns what to print on stdout (possibly empty).
+
+    ``delivered`` (seconds since the epoch): when Claude Code ran the hook, the time its events get when
+    a detached child stores them later (capture.detach), so they keep the order they happened in."""
     cfg = _load_config()
     logs.configure(cfg.logging.level, cfg.logging.max_bytes, cfg.logging.backups)
     if event not in EVENTS:
@@ -372,6 +376,9 @@ def handle(event: str, raw: bytes) -> str:
         log("hooks", "warning", f"cannot register project {proj.id}: {exc}")
     batch = build.BUILDERS[event](payload, cfg) if cfg.capture.enabled else []
     batch = own.drop_own(event, payload, batch)  # memlane's own commands are not memories
+    if delivered is not None:
+        for item in batch:
+            item.ts = item.ts or keys.iso(delivered)
     recovered = _catch_up(payload, cfg) if event == "Stop" and cfg.capture.enabled else []
     store, ids = store_events(proj, cfg, batch, recovered)
     if store is None:
@@ -424,8 +431,9 @@ ALONE_SHARE = 0.5
 _LEAVE_OPEN: list[Store] | None = None
 
 
-def main(argv: list[str], exiting: bool = False, raw: bytes | None = None) -> int:
-    """Entry for ``memlane hook <Event>`` (``raw``: the payload, when the caller has read stdin); always exits 0."""
+def main(argv: list[str], exiting: bool = False, raw: bytes | None = None, delivered: float | None = None) -> int:
+    """Entry for ``memlane hook <Event>`` (``raw``: the payload, when the caller has read stdin; ``delivered``:
+    see ``handle``); always exits 0."""
     global _LEAVE_OPEN
     start = time.perf_counter()
     event = argv[0] if argv else ""
@@ -442,7 +450,7 @@ def main(argv: list[str], exiting: bool = False, raw: bytes | None = None) -> in
             if where:
                 log("hooks", "debug", f"{event}: plugin hook skipped, `memlane install` hooks in {where} handle it")
                 return 0
-        out = handle(event, raw)
+        out = handle(event, raw, delivered)
         if out:
             sys.stdout.write(out + "\n")
             sys.stdout.flush()

@@ -1,6 +1,6 @@
 """Registering memlane's hooks in Claude Code's settings files, and taking them out again.
 
-The merge touches only hook entries whose command runs ``memlane hook``: anyone else's hooks, and
+The merge touches only hook entries whose command runs memlane's hook (``is_ours``): anyone else's hooks, and
 every other setting, are left exactly as they were. A changed file is backed up first and written
 atomically; installing twice changes nothing the second time.
 """
@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import sys
 import time
@@ -18,9 +19,11 @@ from typing import Any, Literal
 
 from memlane import atomic
 from memlane.errors import MemlaneError
+from memlane.plugin import guard
 
 Scope = Literal["user", "project", "local"]
-MARK = "memlane hook"
+MARK = guard.MARK
+LAUNCHER = "hook_launcher.py"
 # Hooks that return context must be synchronous; capture-only hooks run async so Claude never waits —
 # except Stop: `claude -p` exits right after the turn ends and kills async hooks still running, which
 # lost every final answer in our end-to-end runs. Stop costs ~15 ms after the answer is shown, and stores
@@ -57,17 +60,51 @@ def settings_path(scope: Scope, project_root: Path) -> Path:
     return project_root / ".claude" / name
 
 
-def hook_command() -> str:
-    """The command Claude Code runs: this installation's own ``memlane`` script, by absolute path."""
+def memlane_executable() -> str:
+    """This installation's own ``memlane`` script, by absolute path when it can be found."""
     script = Path(sys.prefix) / "bin" / "memlane"
     if script.exists():
-        return f"{script} hook"
-    found = shutil.which("memlane")
-    return f"{found} hook" if found else "memlane hook"
+        return str(script)
+    return shutil.which("memlane") or "memlane"
+
+
+def hook_command() -> str:
+    """The command Claude Code runs, the event appended: this interpreter with ``-S`` on memlane's hook
+    launcher file (``memlane.hook_launcher``: no ``site``, capture finished in a detached child). Where the
+    package is not a folder of files (a zip), ``memlane hook`` through the console script."""
+    launcher = Path(__file__).resolve().with_name(LAUNCHER)
+    if launcher.is_file() and sys.executable:
+        return f"{shlex.quote(sys.executable)} -S {shlex.quote(str(launcher))}"
+    return f"{memlane_executable()} hook"
 
 
 def is_ours(hook: Any) -> bool:
-    return isinstance(hook, dict) and MARK in str(hook.get("command") or "")
+    """A hook entry memlane registered: this release's launcher command, or ``memlane hook`` (earlier
+    releases, and the plugin), so reinstalling or uninstalling replaces either."""
+    return isinstance(hook, dict) and guard.is_memlane_command(str(hook.get("command") or ""))
+
+
+def program_of(command: str) -> str:
+    """What runs a registered hook command, without the event (and ``--plugin``): for ``status``."""
+    words = command.split()
+    while words and (words[-1] in HOOKS or words[-1] == "--plugin"):
+        words.pop()
+    if words and words[-1] == "hook":
+        words.pop()
+    return " ".join(words)
+
+
+def program_exists(command: str) -> bool:
+    """Whether a registered hook command can run: its executable, and the launcher file it names if any."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    if not words:
+        return False
+    found = os.access(words[0], os.X_OK) or words[0] == "memlane"  # a bare name: PATH's, when Claude Code runs it
+    files = [w for w in words[1:] if w.endswith(LAUNCHER)]
+    return found and all(os.path.isfile(f) for f in files)
 
 
 def read_text(path: Path) -> str:

@@ -29,7 +29,7 @@ def hooks(root: Path) -> dict[str, dict[str, Any]]:
         out[scope] = {
             "path": str(path),
             "events": sorted(found),
-            "command": next(iter(found.values())).rsplit(" hook", 1)[0] if found else None,
+            "command": inst.program_of(next(iter(found.values()))) if found else None,
         }
     return out
 

@@ -6,9 +6,13 @@ nothing.
 
 from __future__ import annotations
 
-from typing import Any
+from memlane.store.db import NewEvent
 
-from memlane.store.db import Event, NewEvent, Store
+TYPE_CHECKING = False  # typing costs ~2 ms of a hook's start-up (a late summary runs in SessionStart)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from memlane.store.db import Event, Store
 
 _EDIT_TOOLS = {"Write", "Edit", "MultiEdit", "NotebookEdit"}
 _PATCH_TOOLS = {"apply_patch"}  # Codex: one call may touch several files (metadata "files")

@@ -204,8 +204,9 @@ def _checks(root: Path) -> list[Check]:
     else:
         for scope in where:
             missing = sorted(set(inst.HOOKS) - set(found[scope]))
-            command = next(iter(found[scope].values())).split()[0]
-            exists = os.access(command, os.X_OK) or command == "memlane"
+            registered = next(iter(found[scope].values()))
+            command = inst.program_of(registered)
+            exists = inst.program_exists(registered)
             out.append(
                 Check(
                     f"hooks ({scope})",

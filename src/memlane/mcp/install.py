@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from memlane.install import InstallError, hook_command, read_json_object, read_text, write_with_backup
+from memlane.install import InstallError, memlane_executable, read_json_object, read_text, write_with_backup
 
 SERVER = "memlane"
 CLIENTS = ("claude-desktop", "claude-code", "codex", "cursor", "vscode")
@@ -43,7 +43,7 @@ class Change:
 
 def memlane_command() -> str:
     """This installation's ``memlane`` executable, by absolute path when it can be found."""
-    return hook_command().rsplit(" hook", 1)[0]
+    return memlane_executable()
 
 
 def config_path(client: str, scope: str, project_root: Path) -> Path:

@@ -20,8 +20,14 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
-MARK = "memlane hook"  # install.MARK: what makes a settings hook memlane's
+MARK = "memlane hook"  # ``memlane hook <Event>``: the plugin's commands, and what earlier releases installed
+LAUNCHER_MARK = "memlane/hook_launcher.py"  # what ``memlane install`` registers now (``install.hook_command``)
 PLUGIN_MARKER = "--plugin"
+
+
+def is_memlane_command(command: str) -> bool:
+    """Whether a hook command runs memlane's hook, in any form memlane has ever registered."""
+    return MARK in command or LAUNCHER_MARK in command.replace("\\", "/")
 
 
 def settings_files(project_dir: str | None) -> list[str]:
@@ -46,7 +52,7 @@ def _events_in(path: str) -> set[str]:
         for group in groups if isinstance(groups, list) else ():
             for hook in group.get("hooks", []) if isinstance(group, dict) else ():
                 command = str(hook.get("command") or "") if isinstance(hook, dict) else ""
-                if MARK in command and PLUGIN_MARKER not in command.split():
+                if is_memlane_command(command) and PLUGIN_MARKER not in command.split():
                     found.add(event)
     return found
 

@@ -43,7 +43,11 @@ def new_event_id(ts_ms: int | None = None) -> str:
 
 
 def now_iso() -> str:
-    t = time.time()
+    return iso(time.time())
+
+
+def iso(t: float) -> str:
+    """``t`` (seconds since the epoch) in the stored form, UTC with milliseconds."""
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(t)) + f".{int(t * 1000) % 1000:03d}Z"
 
 
