@@ -135,10 +135,20 @@ _SCRIPT = Path(sys.prefix) / "bin" / "memlane"
 MEMLANE = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "memlane"]
 
 
-def run_hook(event: str, payload: dict[str, object], env: dict[str, str]) -> float:
+def installed_command() -> list[str]:
+    """What ``memlane install`` registers with Claude Code (the ``-S`` launcher), without the event."""
+    import shlex
+
+    from memlane import install
+
+    return shlex.split(install.hook_command())
+
+
+def run_hook(event: str, payload: dict[str, object], env: dict[str, str], command: list[str] | None = None) -> float:
     raw = json.dumps(payload).encode()
     start = time.perf_counter()
-    proc = subprocess.run([*MEMLANE, "hook", event], input=raw, capture_output=True, env=env, check=False)
+    argv = [*command, event] if command else [*MEMLANE, "hook", event]
+    proc = subprocess.run(argv, input=raw, capture_output=True, env=env, check=False)
     elapsed = (time.perf_counter() - start) * 1000
     if proc.returncode != 0:
         raise SystemExit(f"{event} failed: {proc.stderr.decode()[-500:]}")
@@ -210,7 +220,7 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def with_daemon(cwd: Path, env: dict[str, str], runs: int, worker: bool = True) -> None:
+def with_daemon(cwd: Path, env: dict[str, str], runs: int, worker: bool = True, as_installed: bool = False) -> None:
     """UserPromptSubmit over the warm daemon while its worker embeds the backlog (or with no worker at all)."""
     from memlane.daemon import client
 
@@ -240,7 +250,8 @@ def with_daemon(cwd: Path, env: dict[str, str], runs: int, worker: bool = True) 
         times, floors = [], []
         for i in range(runs):
             floors.append(floor_ms())
-            times.append(run_hook("UserPromptSubmit", payloads(cwd, 1000 + i)["UserPromptSubmit"], env))
+            command = installed_command() if as_installed else None
+            times.append(run_hook("UserPromptSubmit", payloads(cwd, 1000 + i)["UserPromptSubmit"], env, command))
         busy = (client.call("/api/health", None, 2000, method="GET") or {}).get("worker", {}).get("busy")
         fallbacks = (log.read_text().count("full-text fallback") if log.exists() else 0) - fallbacks_before
         health = client.call("/api/health", None, 2000, method="GET") or {}
@@ -250,7 +261,8 @@ def with_daemon(cwd: Path, env: dict[str, str], runs: int, worker: bool = True) 
     p50 = statistics.median(times)
     floor = statistics.median(floors)
     state = "worker embedding a backlog" if worker else "no worker (--no-daemon-worker)"
-    print(f"\nUserPromptSubmit with the daemon up (hybrid retrieval, {state}), {runs} runs:")
+    how = "the installed -S launcher" if as_installed else "the memlane console script"
+    print(f"\nUserPromptSubmit with the daemon up (hybrid retrieval, {state}; run as {how}), {runs} runs:")
     print(f"  p50 {p50:.1f} ms  p95 {pct(times, 0.95):.1f} ms  budget 150{'  OVER' if p50 > 150 else ''}")
     print(
         f"  floor (python -c pass) p50 {floor:.1f} ms: p50 {p50 / floor:.2f}x, p95 {pct(times, 0.95) / floor:.2f}x "
@@ -266,6 +278,11 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=40)
     ap.add_argument("--home", help="reuse a data dir (keeps the built store between runs)")
     ap.add_argument("--daemon", action="store_true", help="time UserPromptSubmit over the running daemon")
+    ap.add_argument(
+        "--as-installed",
+        action="store_true",
+        help="with --daemon: run the hook as `memlane install` registers it (the -S launcher), not `memlane hook`",
+    )
     ap.add_argument(
         "--no-daemon-worker",
         action="store_true",
@@ -285,7 +302,7 @@ def main() -> None:
     )
     build_store(cwd, args.events)
     if args.daemon:
-        with_daemon(cwd, env, args.runs, worker=not args.no_daemon_worker)
+        with_daemon(cwd, env, args.runs, worker=not args.no_daemon_worker, as_installed=args.as_installed)
         return
     order = ["PostToolUse", "Stop", "PreCompact", "SessionEnd", "UserPromptSubmit", "SessionStart"]
     results: dict[str, list[float]] = {name: [] for name in order}
