@@ -233,28 +233,24 @@ def _learn_preferences(store: Store, proj: project.Project, cfg: config.Config, 
 class _DaemonAsk:
     """A UserPromptSubmit's question to the daemon, sent as soon as the prompt is stored.
 
-    The daemon embeds the prompt (most of its answer's cost) while this process finishes its own work (spool,
-    preferences), so the two overlap. It is not sent earlier: the stored prompt counts in the word statistics
-    the daemon's search reads, and asking before the write would make the answer depend on which came first.
+    The daemon answers (its query vector and neighbours are ready from ``/api/prepare``) while this process
+    finishes its own work (spool, preferences), so the two overlap. It is not sent earlier: the stored prompt
+    counts in the word statistics the daemon's search reads, and asking before the write would make the
+    answer depend on which came first. The answer is read when it is needed, without a thread.
     """
 
     def __init__(self, body: dict[str, Any], deadline_ms: int) -> None:
-        import threading
-
         from memlane.daemon import client
 
         self.started = time.monotonic()
         self.deadline_s = deadline_ms / 1000
-        self.answers: list[dict[str, Any] | None] = []
-        self.thread = threading.Thread(
-            target=lambda: self.answers.append(client.call("/api/inject", body, deadline_ms)), daemon=True
-        )
-        self.thread.start()
+        self.pending = client.send("/api/inject", body, deadline_ms)
 
     def wait(self, share: float) -> dict[str, Any] | bool | None:
         """The answer (None: the daemon failed), or False while it is still out after ``share`` of the deadline."""
-        self.thread.join(max(0.0, self.deadline_s * share - (time.monotonic() - self.started)))
-        return self.answers[0] if self.answers else False
+        if self.pending is None:
+            return None
+        return self.pending.wait(max(0.0, self.deadline_s * share - (time.monotonic() - self.started)))
 
 
 def prompt_query(payload: dict[str, Any], batch: list[NewEvent], cfg: config.Config) -> str:

@@ -22,6 +22,7 @@ MAX_CHARS = 4000
 # A payload with such a prompt is a few KB; a bigger one (a pasted log) is not parsed here only to be
 # skipped: the hook parses it once, after this.
 MAX_PAYLOAD_BYTES = 64 * 1024
+_SENT: list[client.Pending] = []
 
 
 def start(raw: bytes) -> bool:
@@ -45,12 +46,11 @@ def start(raw: bytes) -> bool:
         cfg = config.load_cached()
         if not cfg.injection.enabled or not state.read_info():
             return False
-        import threading
-
-        body = {"cwd": cwd, "prompt": prompt}
-        threading.Thread(
-            target=client.call, args=("/api/prepare", body, cfg.daemon.hook_deadline_ms), daemon=True
-        ).start()
-        return True
+        # Sent now, its short answer never read: the socket stays open until the process exits (closing it at
+        # once could make the server drop the request). No thread: it would compete with the hook's imports.
+        sent = client.send("/api/prepare", {"cwd": cwd, "prompt": prompt}, cfg.daemon.hook_deadline_ms)
+        if sent is not None:
+            _SENT.append(sent)
+        return sent is not None
     except Exception:  # noqa: BLE001 - an optimisation only: the hook proper reports real problems
         return False
