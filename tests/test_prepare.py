@@ -126,18 +126,8 @@ def test_retrieval_query_leaves_private_sections_out_and_is_stable() -> None:
     assert prepare.MAX_CHARS == inject.QUERY_HEAD_CHARS + inject.QUERY_TAIL_CHARS
 
 
-@pytest.mark.parametrize(
-    "raw",
-    [
-        b"not json",
-        b"\xff\xfe",
-        b"[1, 2]",
-        json.dumps({"prompt": "fix the pool", "cwd": "relative/dir"}).encode(),
-        json.dumps({"prompt": "x" * (prepare.MAX_CHARS + 1), "cwd": "/tmp"}).encode(),
-        json.dumps({"prompt": 7, "cwd": "/tmp"}).encode(),
-    ],
-)
-def test_prepare_start_refuses_bad_input_quietly(memlane_home: Path, raw: bytes) -> None:
+@pytest.mark.parametrize("raw", [b"not json", b"\xff\xfe", b"[1, 2]", b'{"cwd": "/tmp"}'])
+def test_prepare_start_sends_nothing_without_a_prompt(memlane_home: Path, raw: bytes) -> None:
     assert prepare.start(raw) is False
 
 
@@ -203,3 +193,27 @@ def test_prepare_start_sends_a_small_payload_and_skips_a_huge_one(daemon, proj: 
     assert prepare.start(json.dumps(small).encode()) is True
     huge = {**small, "pasted": "x" * prepare.MAX_PAYLOAD_BYTES}  # parsed once, by the hook, not here too
     assert prepare.start(json.dumps(huge).encode()) is False
+
+
+def test_the_daemon_prepares_nothing_for_what_the_hook_would_not_ask(daemon, proj: Path) -> None:  # type: ignore[no-untyped-def]
+    """``prepare.start`` forwards the payload unparsed, so the daemon checks it: a bad or relative cwd, a
+    prompt that is not text, a paste longer than a query, a subagent's report: nothing is prepared."""
+    notice = "<task-notification>\n<task-id>a1</task-id>\n<result>the pool is fine</result>\n</task-notification>"
+    bad = [
+        b'{"prompt": "fix the pool", "cwd": "relative/dir"}',
+        json.dumps({"prompt": 7, "cwd": str(proj)}).encode(),
+        json.dumps({"prompt": "x " * prepare.MAX_CHARS, "cwd": str(proj)}).encode(),
+        json.dumps({"prompt": notice, "cwd": str(proj)}).encode(),
+        b'{"prompt": "fix the pool", "cwd": "/tmp/x\\u0000y"}',
+        b'{"prompt": "unterminated',
+    ]
+    before = _health()["prepared"]["started"]
+    for raw in bad:
+        assert prepare.start(raw) is True  # sent: the daemon decides
+    good = json.dumps({"prompt": "why does the checkout pool time out under load?", "cwd": str(proj)}).encode()
+    assert prepare.start(good) is True
+    end = time.monotonic() + 10
+    while _health()["prepared"]["started"] == before and time.monotonic() < end:
+        time.sleep(0.05)
+    time.sleep(0.3)  # any straggler among the bad ones would have been counted by now
+    assert _health()["prepared"]["started"] == before + 1  # the good one only

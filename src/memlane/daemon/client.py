@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import time
 
-from memlane.daemon import state
+from memlane.daemon import state, wire
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -63,25 +63,9 @@ def send(path: str, body: dict[str, Any] | None, deadline_ms: int, method: str =
     if not info or not token:
         return None
     host, port = str(info.get("host", "127.0.0.1")), int(info.get("port", 0))
-    payload = json.dumps(body or {}).encode("utf-8")
-    request = (
-        f"{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {token}\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
-    ).encode() + payload
     end = time.monotonic() + deadline_ms / 1000
-    # The C module: ``socket`` adds ~3 ms of enum set-up to every hook that talks to the daemon. The daemon
-    # always listens on 127.0.0.1 (IPv4 loopback), so no name resolution is needed.
-    import _socket
-
-    sock = _socket.socket(_socket.AF_INET, _socket.SOCK_STREAM)
-    try:
-        sock.settimeout(deadline_ms / 1000)
-        sock.connect((host, port))
-        sock.sendall(request)
-    except OSError:
-        sock.close()
-        return None
-    return Pending(sock, end)
+    sock = wire.send(host, port, token, path, json.dumps(body or {}).encode("utf-8"), deadline_ms / 1000, method)
+    return Pending(sock, end) if sock is not None else None
 
 
 def call(path: str, body: dict[str, Any] | None, deadline_ms: int, method: str = "POST") -> dict[str, Any] | None:

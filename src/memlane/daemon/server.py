@@ -155,13 +155,23 @@ class Daemon:
             return {"context": text, "results": [h.event.cite for h in hits]}
 
     def _prepare(self, body: dict[str, Any]) -> dict[str, Any]:
-        """A prompt the hook is about to ask ``/api/inject`` about: its query embedding starts now."""
+        """A prompt the hook is about to ask ``/api/inject`` about: its query embedding starts now.
+
+        The body is the UserPromptSubmit payload as Claude Code sent it (``daemon.prepare`` forwards it
+        unparsed), so the checks the hook would have made are made here.
+        """
+        from memlane.capture.events import task_notification
         from memlane.capture.inject import retrieval_query
+        from memlane.daemon.prepare import MAX_CHARS
 
         prompt = body.get("prompt")
         if not isinstance(prompt, str):
             raise InputError("prompt must be a string")
+        if len(prompt) > MAX_CHARS or task_notification(prompt):
+            return {"prepared": False}  # a long paste is cut before it is asked about; a report is never asked
         with self.memory(body) as mem:
+            if not mem.config.injection.enabled:
+                return {"prepared": False}
             return {"prepared": self.engine.prepare(mem, retrieval_query(prompt, mem.config), hold=self.gate.hold)}
 
     def _embed(self, body: dict[str, Any]) -> dict[str, Any]:
