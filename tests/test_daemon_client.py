@@ -70,3 +70,32 @@ def test_no_daemon_listening_is_none_at_once(memlane_home: Path) -> None:
     state.write_info({"pid": os.getpid(), "host": "127.0.0.1", "port": port})
     assert client.send("/api/health", None, 500) is None
     assert client.call("/api/health", None, 500, method="GET") is None
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        b"",  # empty
+        b"{not json",  # cut short
+        b'{"pid": 1, "host": "127.0.0.1"}',  # no port
+        b'{"pid": "x", "port": 37777}',  # no number
+        b'{"pid": 999999999, "port": 37777}',  # its process is gone
+    ],
+)
+def test_a_damaged_or_stale_daemon_file_means_no_daemon(memlane_home: Path, text: bytes) -> None:
+    """The first step of UserPromptSubmit reads daemon.json without a JSON parser: anything odd in it means
+    "no daemon" (the hook goes on with full-text search), never an error."""
+    from memlane import paths
+    from memlane.daemon import prepare, wire
+
+    state.ensure_token()
+    Path(paths.join(wire.INFO_FILE)).write_bytes(text)
+    assert wire.port() is None
+    assert prepare.start(b'{"prompt": "fix the pool", "cwd": "/tmp"}') is False
+
+
+def test_the_daemon_file_as_the_daemon_writes_it(memlane_home: Path) -> None:
+    from memlane.daemon import wire
+
+    state.write_info({"pid": os.getpid(), "host": "127.0.0.1", "port": 41234, "started": 1.5, "version": "0.1.0"})
+    assert wire.port() == 41234 == state.read_info()["port"]  # type: ignore[index]

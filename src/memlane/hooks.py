@@ -382,10 +382,9 @@ def handle(event: str, raw: bytes, delivered: float | None = None) -> str:
     try:
         asked, query = None, ""
         # A background subagent's report arrives as a prompt nobody typed: stored as its answer, never a query.
-        inject_now = cfg.injection.enabled and not (
-            event == "UserPromptSubmit" and build.task_notification(payload.get("prompt"))
-        )
-        if event == "UserPromptSubmit" and inject_now:
+        typed = event == "UserPromptSubmit" and not build.task_notification(payload.get("prompt"))
+        inject_now = cfg.injection.enabled and (typed or event != "UserPromptSubmit")
+        if typed and inject_now:
             query = prompt_query(payload, batch, cfg)
             asked = ask_daemon(proj, query, payload, cfg, ids)
         drain_spool(store)
@@ -398,7 +397,7 @@ def handle(event: str, raw: bytes, delivered: float | None = None) -> str:
         if event == "SessionStart":
             _summarize_unended(store, payload["session_id"], payload)
         note = _workflow(event, payload, proj, cfg, response)
-        if event == "UserPromptSubmit" and batch and ids and batch[0].type == "user_prompt":
+        if typed and batch and ids:
             _learn_preferences(store, proj, cfg, ids[0], batch[0].content)
         if event not in INJECTING or not inject_now:
             return ""

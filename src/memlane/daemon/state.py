@@ -6,6 +6,7 @@ import json
 import os
 
 from memlane import atomic, paths
+from memlane.daemon import wire
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -13,11 +14,11 @@ if TYPE_CHECKING:
 
 
 def token_file() -> str:
-    return paths.join("daemon.token")
+    return paths.join(wire.TOKEN_FILE)
 
 
 def info_file() -> str:
-    return paths.join("daemon.json")
+    return paths.join(wire.INFO_FILE)
 
 
 def lock_file() -> str:
@@ -42,11 +43,7 @@ def ensure_token() -> str:
 
 
 def read_token() -> str | None:
-    try:
-        with open(token_file(), encoding="utf-8") as fh:
-            return fh.read().strip() or None
-    except OSError:
-        return None
+    return wire.token()
 
 
 def read_info() -> dict[str, Any] | None:
@@ -57,7 +54,7 @@ def read_info() -> dict[str, Any] | None:
     except (OSError, ValueError):
         return None
     pid = info.get("pid") if isinstance(info, dict) else None
-    if not isinstance(pid, int) or not _alive(pid):
+    if not isinstance(pid, int) or not wire.alive(pid):
         return None
     return info
 
@@ -79,13 +76,3 @@ def clear_info(pid: int) -> None:
             os.unlink(info_file())
         except OSError:
             pass
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True

@@ -14,10 +14,13 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+TOKEN_FILE, INFO_FILE = "daemon.token", "daemon.json"  # in the data directory (``state`` writes them)
+
 
 def token() -> str | None:
+    """The daemon's shared secret, or None before one was made."""
     try:
-        with open(paths.join("daemon.token"), encoding="utf-8") as fh:
+        with open(paths.join(TOKEN_FILE), encoding="utf-8") as fh:
             return fh.read().strip() or None
     except OSError:
         return None
@@ -27,21 +30,23 @@ def port() -> int | None:
     """The running daemon's port from ``daemon.json``, read without a JSON parser (the file is ours: one flat
     object of numbers and strings); None when there is none or its process is gone."""
     try:
-        with open(paths.join("daemon.json"), "rb") as fh:
+        with open(paths.join(INFO_FILE), "rb") as fh:
             text = fh.read(4096)
     except OSError:
         return None
     found = {key: _number(text, key) for key in (b"pid", b"port")}
     pid, number = found[b"pid"], found[b"port"]
-    if not pid or not number:
-        return None
+    return number if pid and number and alive(pid) else None
+
+
+def alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
-        return None
-    except OSError:
-        pass  # another user's process: alive
-    return number
+        return False
+    except PermissionError:
+        return True  # another user's process
+    return True
 
 
 def _number(text: bytes, key: bytes) -> int | None:
