@@ -146,6 +146,28 @@ def test_outbox_drains_once_and_reruns_add_nothing(mem: Memory, embedder: Any) -
     assert index.count() == 4  # upserts keyed by (event, chunk, model): no duplicates
 
 
+def test_small_appends_are_compacted_and_answers_do_not_change(mem: Memory, embedder: Any) -> None:
+    """Every worker batch appends a fragment; below the ANN index's size the table is compacted once there are
+    ``COMPACT_AT`` of them (a flat search reads each one), and what a search finds stays the same."""
+    from memlane.vectors import index as vindex
+
+    process_outbox(mem, embedder)
+    for n in range(vindex.COMPACT_AT + 2):
+        text = f"Batch {n}: tuned the worker pool size to {n + 4}"
+        mem.store.append([NewEvent("agent_response", "s3", text, f"b{n}")])
+        process_outbox(mem, embedder)  # one batch, one fragment
+    index = VectorIndex(mem.project.id, embedder.version, embedder.dim, mem.config.vectors)
+    table = index.table()
+    assert table is not None
+    fragments = int(table.stats()["fragment_stats"]["num_fragments"])
+    assert fragments < vindex.COMPACT_AT, fragments
+    assert index.count() == 4 + vindex.COMPACT_AT + 2
+    query = embedder.embed_query("connection pool released under load")
+    before = index.search(query, 5)
+    index.ensure_index()
+    assert index.search(query, 5) == before
+
+
 def test_stuck_jobs_are_recovered(mem: Memory, embedder: Any) -> None:
     mem.store.db.execute("UPDATE outbox SET status = 'processing', updated_at = '2000-01-01T00:00:00.000Z'")
     report = process_outbox(mem, embedder)

@@ -7,6 +7,8 @@ import sys
 # Events whose hook only stores: with ``detach`` their work goes to a child (capture.detach). SessionStart
 # and UserPromptSubmit hand Claude Code the context they compute, so they run in the process it waits for.
 CAPTURE_ONLY = ("PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop", "SessionEnd", "PreCompact")
+# Events the daemon answers when it is up (daemon.warm); in the hook's own process otherwise.
+WARM = ("SessionStart", "UserPromptSubmit")
 
 
 def hook(argv: list[str], detach: bool = False) -> None:
@@ -26,11 +28,25 @@ def hook(argv: list[str], detach: bool = False) -> None:
         raw = b""
     event = argv[0] if argv else ""
     delivered = None  # set when a detached child stores the events: they keep the hook's time, not the child's
+    if detach and event in CAPTURE_ONLY and "--plugin" not in argv[1:]:
+        from memlane.daemon import warm
+
+        if warm.hand_off(event, raw, now):  # the daemon saved it and stores it (daemon.inbox)
+            os._exit(0)
     if detach and event in CAPTURE_ONLY:
         from memlane.capture import detach as detached
 
         if detached.fork(raw):  # from here on, the child (or this process, where fork is missing)
             delivered = now
+    if event in WARM and "--plugin" not in argv[1:]:
+        from memlane.daemon import warm
+
+        answered = warm.answer(event, raw)
+        if answered is not None:  # the daemon ran the hook (daemon.warm)
+            if answered:
+                sys.stdout.buffer.write(answered + b"\n")
+            sys.stdout.flush()
+            os._exit(0)
     if event == "UserPromptSubmit":
         from memlane.daemon import prepare
 

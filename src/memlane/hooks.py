@@ -24,6 +24,7 @@ from memlane.store.db import NewEvent, Store
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
     from memlane.context.service import PromptContext
@@ -269,14 +270,44 @@ def ask_daemon(
 
     if not state.read_info():
         return None
-    body = {
+    return _DaemonAsk(_inject_body(proj, query, payload, exclude_ids), cfg.daemon.hook_deadline_ms)
+
+
+def _inject_body(proj: project.Project, query: str, payload: dict[str, Any], exclude_ids: list[str]) -> dict[str, Any]:
+    """The daemon's ``/api/inject`` request for a prompt."""
+    return {
         "cwd": proj.root_str,
         "prompt": query,
         "exclude_ids": exclude_ids,
         "session_id": payload.get("session_id"),
         "working_directory": payload.get("cwd"),
     }
-    return _DaemonAsk(body, cfg.daemon.hook_deadline_ms)
+
+
+class Warm:
+    """What the daemon gives a hook it runs for a hook process (``daemon.warm``): that process's working
+    directory, and ``/api/inject`` answered in the daemon itself (``answer``: body → the route's answer)."""
+
+    def __init__(self, cwd: str | None, answer: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+        self.cwd = cwd
+        self.answer = answer
+
+    def ask(self, body: dict[str, Any]) -> _Answered:
+        try:
+            return _Answered(self.answer(body))
+        except Exception as exc:  # noqa: BLE001 - the hook then falls back to full text, as for a failed daemon
+            log("hooks", "warning", f"daemon search failed: {exc!r}; full-text fallback")
+            return _Answered(None)
+
+
+class _Answered:
+    """An answer already there, with ``_DaemonAsk``'s ``wait``."""
+
+    def __init__(self, answer: dict[str, Any] | None) -> None:
+        self.answer = answer
+
+    def wait(self, share: float) -> dict[str, Any] | None:
+        return self.answer
 
 
 def prompt_context(
@@ -286,7 +317,7 @@ def prompt_context(
     cfg: config.Config,
     exclude_ids: list[str],
     prompt: str,
-    asked: _DaemonAsk | None = None,
+    asked: _DaemonAsk | _Answered | None = None,
 ) -> str:
     """Hybrid retrieval from the daemon within its deadline; full-text in-process when it cannot answer."""
 
@@ -336,16 +367,18 @@ def _autostart(cfg: config.Config) -> None:
         log("hooks", "warning", f"could not start the daemon: {exc!r}")
 
 
-def _cwd(payload: dict[str, Any]) -> str:
-    """The payload's cwd when it names an existing folder; else the hook's own (Claude Code starts hooks in
-    the project). A cwd that is not a string, holds a NUL or is gone must not crash capture (the event would
-    be lost) nor create a store for a folder that does not exist."""
+def _cwd(payload: dict[str, Any], hook_cwd: str | None = None) -> str:
+    """The payload's cwd when it names an existing folder; else the hook process's own (Claude Code starts
+    hooks in the project; ``hook_cwd`` when the daemon handles the hook for that process). A cwd that is not
+    a string, holds a NUL or is gone must not crash capture (the event would be lost) nor create a store for
+    a folder that does not exist."""
     cwd = payload.get("cwd")
     if isinstance(cwd, str) and cwd and "\0" not in cwd and os.path.isdir(cwd):
         return cwd
+    own_cwd = hook_cwd or os.getcwd()
     if cwd:
-        log("hooks", "warning", f"payload cwd {str(cwd)[:200]!r} is not a folder; using {os.getcwd()}")
-    return os.getcwd()
+        log("hooks", "warning", f"payload cwd {str(cwd)[:200]!r} is not a folder; using {own_cwd}")
+    return own_cwd
 
 
 def _output(event: str, context: str) -> str:
@@ -353,18 +386,26 @@ def _output(event: str, context: str) -> str:
     return json.dumps(body, ensure_ascii=False)
 
 
-def handle(event: str, raw: bytes, delivered: float | None = None) -> str:
+def handle(
+    event: str,
+    raw: bytes,
+    delivered: float | None = None,
+    warm: Warm | None = None,
+    leave_open: list[Store] | None = None,
+) -> str:
     """Process one hook delivery; returns what to print on stdout (possibly empty).
 
     ``delivered`` (seconds since the epoch): when Claude Code ran the hook, the time its events get when
-    a detached child stores them later (capture.detach), so they keep the order they happened in."""
+    a detached child stores them later (capture.detach), so they keep the order they happened in.
+    ``warm``: the daemon runs this for a hook process (``daemon.warm``). ``leave_open``: the store is put
+    there instead of closed (see ``_LEAVE_OPEN``)."""
     cfg = _load_config()
     logs.configure(cfg.logging.level, cfg.logging.max_bytes, cfg.logging.backups)
     if event not in EVENTS:
         log("hooks", "warning", f"unknown hook event {event!r}; ignored")
         return ""
     payload = parse_payload(raw, cfg.capture.max_payload_bytes)
-    payload["cwd"] = cwd = _cwd(payload)  # later steps (context, transcript) read it too
+    payload["cwd"] = cwd = _cwd(payload, warm.cwd if warm else None)  # later steps (context, transcript) read it too
     proj = project.identify(cwd)
     try:
         project.register(proj)
@@ -386,7 +427,11 @@ def handle(event: str, raw: bytes, delivered: float | None = None) -> str:
         inject_now = cfg.injection.enabled and (typed or event != "UserPromptSubmit")
         if typed and inject_now:
             query = prompt_query(payload, batch, cfg)
-            asked = ask_daemon(proj, query, payload, cfg, ids)
+            asked = (
+                warm.ask(_inject_body(proj, query, payload, ids))
+                if warm
+                else ask_daemon(proj, query, payload, cfg, ids)
+            )
         drain_spool(store)
         response = batch[0].content if event == "Stop" and batch else ""
         if event == "SessionEnd":
@@ -404,14 +449,16 @@ def handle(event: str, raw: bytes, delivered: float | None = None) -> str:
         if event == "UserPromptSubmit":
             context = prompt_context(store, proj, payload, cfg, ids, query, asked)
         else:
-            _autostart(cfg)
+            if warm is None:  # in the daemon, it is up
+                _autostart(cfg)
             context = inject.session_start_context(
                 store, payload["session_id"], cfg, [note] if note else [], _context(proj, payload, cfg, store)
             )
         return _output(event, context) if context else ""
     finally:
-        if _LEAVE_OPEN is not None:
-            _LEAVE_OPEN.append(store)  # closed by the process's exit, without a checkpoint (see main)
+        left = leave_open if leave_open is not None else _LEAVE_OPEN
+        if left is not None:
+            left.append(store)  # closed later, or by the process's exit without a checkpoint (see main)
         else:
             store.close()
 
@@ -430,13 +477,33 @@ def main(argv: list[str], exiting: bool = False, raw: bytes | None = None, deliv
     """Entry for ``memlane hook <Event>`` (``raw``: the payload, when the caller has read stdin; ``delivered``:
     see ``handle``); always exits 0."""
     global _LEAVE_OPEN
-    start = time.perf_counter()
-    event = argv[0] if argv else ""
     if exiting:
         _LEAVE_OPEN = []
-    try:
-        if raw is None:
+    if raw is None:
+        try:
             raw = sys.stdin.buffer.read()
+        except (AttributeError, OSError, ValueError) as exc:  # no usable stdin: nothing to handle
+            log("hooks", "warning", f"{argv[0] if argv else ''}: cannot read the payload: {exc!r}")
+            return 0
+    out = respond(argv, raw, delivered)
+    if out:
+        sys.stdout.write(out + "\n")
+        sys.stdout.flush()
+    return 0
+
+
+def respond(
+    argv: list[str],
+    raw: bytes,
+    delivered: float | None = None,
+    warm: Warm | None = None,
+    leave_open: list[Store] | None = None,
+) -> str:
+    """One hook delivery (``argv``: ``<Event> [--plugin]``) to what goes on its stdout; never raises."""
+    start = time.perf_counter()
+    event = argv[0] if argv else ""
+    out = ""
+    try:
         if "--plugin" in argv[1:]:
             # The plugin's hooks step aside for `memlane install`'s, so an event is never handled twice.
             from memlane.plugin import guard
@@ -444,14 +511,12 @@ def main(argv: list[str], exiting: bool = False, raw: bytes | None = None, deliv
             where = guard.shadowed(event, raw)
             if where:
                 log("hooks", "debug", f"{event}: plugin hook skipped, `memlane install` hooks in {where} handle it")
-                return 0
-        out = handle(event, raw, delivered)
-        if out:
-            sys.stdout.write(out + "\n")
-            sys.stdout.flush()
+                return ""
+        out = handle(event, raw, delivered, warm, leave_open)
     except MemlaneError as exc:  # a bad payload or config.toml: say what, in the log; Claude Code goes on
         log("hooks", "warning", f"{event}: {exc}")
     except BaseException as exc:  # noqa: BLE001 - fail open: Claude Code must never see a traceback
         log("hooks", "error", f"{event}: unexpected {exc!r}")
-    log("hooks", "debug", f"{event} done in {(time.perf_counter() - start) * 1000:.1f} ms")
-    return 0
+    where = " (in the daemon)" if warm else ""
+    log("hooks", "debug", f"{event} done{where} in {(time.perf_counter() - start) * 1000:.1f} ms")
+    return out

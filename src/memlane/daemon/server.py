@@ -16,24 +16,38 @@ import os
 import signal
 import socket
 import sqlite3
+import sys
 import threading
 import time
 from typing import Any
 
 import uvicorn
 from starlette.applications import Starlette
+from starlette.background import BackgroundTask
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memlane import __version__, config
 from memlane.daemon import context_routes, state
-from memlane.daemon.embed_worker import Gate, Worker
+from memlane.daemon.embed_worker import Gate, Stopping, Worker
+from memlane.daemon.inbox import Delivery, Inbox
 from memlane.errors import InputError, MemlaneError
 from memlane.logs import log
 from memlane.memory import Memory
 from memlane.retrieval.engine import Engine
+
+# The hooks Claude Code waits for an answer from: run while it waits. The capture-only ones are saved to the
+# inbox and stored after the answer (daemon.inbox).
+WARM_EVENTS = ("SessionStart", "UserPromptSubmit")
+SWITCH_INTERVAL_S = 0.001
+CAPTURE_EVENTS = ("PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop", "SessionEnd", "PreCompact")
+
+
+def _close_all(stores: list[Any]) -> None:
+    for store in stores:
+        store.close()
 
 
 class DaemonError(MemlaneError, RuntimeError):
@@ -81,6 +95,8 @@ class Daemon:
         self.worker_state: dict[str, Any] = {"processed": 0, "last_error": None, "busy": False}
         self.warming = False  # loading the model for the worker: work under way, like a busy worker
         self.embed_worker: Worker | None = None
+        self.hooks_run = dict.fromkeys(WARM_EVENTS + CAPTURE_EVENTS, 0)  # hooks run here (daemon.warm)
+        self.inbox = Inbox(self._store_delivery, self.touch, self._yield)
 
     # ---- routes --------------------------------------------------------------------------------
 
@@ -113,6 +129,7 @@ class Daemon:
                 "model_error": self.engine.model_error,
                 "worker": self.worker_state,
                 "prepared": self.engine.prepared,
+                "hooks": self.hooks_run,
             }
         )
 
@@ -236,6 +253,85 @@ class Daemon:
     async def prepare(self, request: Request) -> JSONResponse:
         return await self.json_route(request, self._prepare)
 
+    async def hook(self, request: Request) -> Response:
+        """A SessionStart or UserPromptSubmit hook run here for its hook process (``daemon.warm``): the body
+        is the payload as Claude Code sent it, the answer what the hook prints. The same ``hooks.respond``
+        as in the hook process, with the modules loaded and the model warm; its prompt search is this
+        daemon's ``/api/inject``, called in place. The store is closed after the answer is sent (closing
+        the last connection to a WAL database checkpoints it)."""
+        from memlane import hooks
+        from memlane.daemon import warm as warm_client
+
+        self.touch()
+        event = request.path_params["event"]
+        if event not in WARM_EVENTS + CAPTURE_EVENTS:
+            return JSONResponse({"error": f"{event} is not a hook the daemon runs"}, status_code=404)
+        raw = await request.body()
+        try:
+            cwd = bytes.fromhex(request.headers.get("x-hook-cwd", "")).decode("utf-8") or None
+        except ValueError:
+            return JSONResponse({"error": "x-hook-cwd must be the hex of a UTF-8 path"}, status_code=400)
+        if request.headers.get("x-hook-env", "") != warm_client.environment().encode("utf-8", "surrogateescape").hex():
+            # A setting the hook's environment gives (MEMLANE_*) that this daemon's does not: the hook runs itself.
+            return JSONResponse(
+                {"error": "the hook's MEMLANE_* environment differs from the daemon's"}, status_code=409
+            )
+        if event in CAPTURE_EVENTS:
+            return await self._accept(event, raw, cwd, request.headers.get("x-hook-delivered"))
+        warm = hooks.Warm(cwd, self._inject)
+        opened: list[Any] = []
+        try:
+            from starlette.concurrency import run_in_threadpool
+
+            with self.gate.request():
+                out = await run_in_threadpool(self._run_hook, event, raw, warm, opened)
+        finally:
+            self.touch()
+        return PlainTextResponse(out, background=BackgroundTask(_close_all, opened))
+
+    async def _accept(self, event: str, raw: bytes, cwd: str | None, delivered: str | None) -> Response:
+        """A capture-only hook: saved to the inbox, then answered (202); stored afterwards, in order."""
+        try:
+            when = float(delivered) if delivered else None
+        except ValueError:
+            return JSONResponse({"error": "x-hook-delivered must be seconds since the epoch"}, status_code=400)
+        try:
+            from starlette.concurrency import run_in_threadpool
+
+            await run_in_threadpool(self.inbox.accept, Delivery(event, raw, cwd, when))
+        except OSError as exc:  # a full disk: the hook process stores (or spools) the delivery itself
+            return JSONResponse({"error": f"inbox: {exc}"}, status_code=503)
+        return Response(status_code=202)
+
+    def _yield(self) -> None:
+        """Before the inbox stores a delivery: a request in flight (a prompt waiting for its memories) first."""
+        try:
+            self.gate.wait_quiet(self.stop)
+        except Stopping:
+            pass  # the inbox is closed next; this delivery is stored now or by the next daemon
+
+    def _store_delivery(self, delivery: Delivery) -> None:
+        from memlane import hooks
+
+        hooks.respond([delivery.event], delivery.raw, delivery.delivered, hooks.Warm(delivery.cwd, self._inject))
+        self.hooks_run[delivery.event] = self.hooks_run.get(delivery.event, 0) + 1
+
+    def _run_hook(self, event: str, raw: bytes, warm: Any, opened: list[Any]) -> str:
+        from memlane import hooks
+
+        if event == "UserPromptSubmit":
+            # The prompt's embedding starts on the search pool while the hook stores the prompt, as the
+            # hook process's ``/api/prepare`` does (``Engine.prepare``: the same answer, sooner).
+            try:
+                payload = json.loads(raw)
+                if isinstance(payload, dict):
+                    self._prepare(payload)
+            except (ValueError, MemlaneError, sqlite3.Error, OSError):
+                pass  # the hook reports a bad payload or store itself
+        out = str(hooks.respond([event], raw, None, warm, opened))
+        self.hooks_run[event] += 1
+        return out
+
     async def shutdown(self, request: Request) -> JSONResponse:
         self.stop.set()
         return JSONResponse({"ok": True, "stopping": True})
@@ -248,6 +344,7 @@ class Daemon:
             Route("/api/prepare", self.prepare, methods=["POST"]),
             Route("/api/embed", self.embed, methods=["POST"]),
             Route("/api/shutdown", self.shutdown, methods=["POST"]),
+            Route("/api/hook/{event}", self.hook, methods=["POST"]),
             *context_routes.routes(self),
         ]
         return Guard(Starlette(routes=routes), token, port)
@@ -277,7 +374,7 @@ class Daemon:
 
     def idle_watch(self, server: uvicorn.Server) -> None:
         while not self.stop.wait(1.0):
-            if self.warming or (self.embed_worker is not None and self.embed_worker.has_work):
+            if self.warming or self.inbox.pending or (self.embed_worker is not None and self.embed_worker.has_work):
                 # The worker has work (from a step that finds some until a step that finds nothing to embed):
                 # one slice of long texts can outlast a short idle timeout, so the clock starts after it.
                 self.touch()
@@ -321,11 +418,15 @@ def serve(cfg: config.Config | None = None, port: int | None = None, worker: boo
     """Run the daemon in this process until stopped, idle, or signalled."""
     cfg = cfg or config.load()
     port = port if port is not None else cfg.daemon.port
+    # A request's thread waits for the GIL while the embedding worker or the inbox holds it: up to the switch
+    # interval (5 ms by default) each time, several times a request. 1 ms keeps a hook's answer from queueing.
+    sys.setswitchinterval(SWITCH_INTERVAL_S)
     lock_fd = acquire_lock()
     sock = _bind(cfg.daemon.host, port)
     port = sock.getsockname()[1]
     token = state.ensure_token()
     daemon = Daemon(cfg)
+    daemon.inbox.recover()
     server = uvicorn.Server(
         uvicorn.Config(daemon.app(token, port), log_level="warning", access_log=False, lifespan="off")
     )
@@ -348,6 +449,7 @@ def serve(cfg: config.Config | None = None, port: int | None = None, worker: boo
         # still be in a slice when the wait ends, its claims name this process and are recovered once it exits.
         for t in threads[1:]:
             t.join(timeout=12)
+        daemon.inbox.close(wait=False)  # what it did not store stays in the inbox for the next start
         state.clear_info(os.getpid())
         sock.close()
         os.close(lock_fd)

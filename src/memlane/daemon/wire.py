@@ -58,11 +58,21 @@ def _number(text: bytes, key: bytes) -> int | None:
     return int(digits) if digits.isdigit() else None
 
 
-def send(host: str, port: int, secret: str, path: str, payload: bytes, timeout_s: float, method: str = "POST") -> Any:
-    """Connect and send one request; the connected socket (to read the answer from), or None."""
+def send(
+    host: str,
+    port: int,
+    secret: str,
+    path: str,
+    payload: bytes,
+    timeout_s: float,
+    method: str = "POST",
+    headers: str = "",
+) -> Any:
+    """Connect and send one request; the connected socket (to read the answer from), or None.
+    ``headers``: more header lines, each ending in CRLF."""
     request = (
         f"{method} {path} HTTP/1.1\r\nHost: {host}:{port}\r\nAuthorization: Bearer {secret}\r\n"
-        f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n{headers}Connection: close\r\n\r\n"
     ).encode() + payload
     # The C module: ``socket`` adds ~3 ms of enum set-up to every hook that talks to the daemon. The daemon
     # always listens on 127.0.0.1 (IPv4 loopback), so no name resolution is needed.

@@ -1,0 +1,247 @@
+"""SessionStart and UserPromptSubmit run in the daemon when it is up (``daemon.warm``): the installed hook
+command forwards the payload and prints the daemon's answer; whenever the daemon cannot answer (down,
+another MEMLANE_* environment, stuck, an old daemon without the route) the hook runs in its own process.
+Real daemon process, real installed command (``python -S hook_launcher.py``), real model."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import payload
+from memlane import hooks
+from memlane.daemon import client, inbox, state, warm
+from memlane.memory import Memory
+
+MEMORIES = [
+    "The checkout connection pool times out under load: raise pool_size to 40 in settings.py",
+    "Invoices are rendered with WeasyPrint; the PDF fonts live in static/fonts",
+]
+PROMPT = "why does the checkout pool time out when traffic is high?"
+
+
+def launch(event: str, data: dict[str, Any], cwd: Path, env: dict[str, str] | None = None) -> str:
+    """The command ``memlane install`` registers, run as Claude Code runs it; its stdout."""
+    done = subprocess.run(
+        _command(event),
+        input=json.dumps(data).encode(),
+        capture_output=True,
+        cwd=cwd,
+        env={**os.environ, **(env or {})},
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0 and not done.stderr, done.stderr
+    return done.stdout.decode()
+
+
+def _command(event: str) -> list[str]:
+    launcher = Path(hooks.__file__).with_name("hook_launcher.py")
+    return [sys.executable, "-S", str(launcher), event]
+
+
+def hooks_run() -> dict[str, int]:
+    health = client.call("/api/health", None, 10_000, method="GET")
+    assert health is not None
+    return dict(health["hooks"])
+
+
+@pytest.fixture
+def remembered(hook, proj: Path) -> Path:  # type: ignore[no-untyped-def]
+    for n, text in enumerate(MEMORIES):
+        hook("UserPromptSubmit", payload("02-UserPromptSubmit.json", prompt_id=f"m{n}", prompt=text))
+    hook("Stop", payload("05-Stop.json", last_assistant_message="Raised pool_size to 40; the timeouts are gone."))
+    return proj
+
+
+def test_the_daemon_answers_both_hooks_and_stores_once(remembered: Path, daemon) -> None:  # type: ignore[no-untyped-def]
+    # The daemon loads its model on the first request that needs it.
+    assert client.call("/api/inject", {"cwd": str(remembered), "prompt": "warm up the model"}, 60_000) is not None
+    start = payload("01-SessionStart.json", session_id="warm-1", cwd=str(remembered))
+    started = launch("SessionStart", start, remembered)
+    ask = payload("02-UserPromptSubmit.json", session_id="warm-1", prompt_id="w1", prompt=PROMPT, cwd=str(remembered))
+    answered = launch("UserPromptSubmit", ask, remembered)
+    assert hooks_run()["SessionStart"] == hooks_run()["UserPromptSubmit"] == 1
+    assert json.loads(started)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
+    context = json.loads(answered)["hookSpecificOutput"]["additionalContext"]
+    assert "pool_size to 40" in context
+    mem = Memory.open(str(remembered))
+    assert [e.content for e in mem.store.history(types=["user_prompt"], limit=10)].count(PROMPT) == 1
+    assert len([e for e in mem.store.history(types=["session_start"], limit=10) if e.session_id == "warm-1"]) == 1
+    # The same start handled again in this process: the same answer (the same code, the same store).
+    assert hooks.handle("SessionStart", json.dumps(start).encode()) == started.strip()
+
+
+def test_the_hooks_own_cwd_stands_in_for_a_missing_one(remembered: Path, daemon) -> None:  # type: ignore[no-untyped-def]
+    ask = payload(
+        "02-UserPromptSubmit.json", session_id="warm-2", prompt_id="w2", prompt="where do the invoice fonts live?"
+    )
+    ask.pop("cwd", None)
+    launch("UserPromptSubmit", ask, remembered)
+    assert hooks_run()["UserPromptSubmit"] == 1
+    mem = Memory.open(str(remembered))
+    assert any(e.session_id == "warm-2" for e in mem.store.history(types=["user_prompt"], limit=10))
+
+
+def test_another_environment_runs_the_hook_in_its_own_process(remembered: Path, daemon) -> None:  # type: ignore[no-untyped-def]
+    ask = payload("02-UserPromptSubmit.json", session_id="warm-3", prompt_id="w3", prompt=PROMPT, cwd=str(remembered))
+    out = launch("UserPromptSubmit", ask, remembered, env={"MEMLANE_INJECTION_ENABLED": "false"})
+    assert out == ""  # the hook's own setting held: nothing injected
+    assert hooks_run()["UserPromptSubmit"] == 0
+    mem = Memory.open(str(remembered))
+    assert any(e.session_id == "warm-3" for e in mem.store.history(types=["user_prompt"], limit=10))
+
+
+def _post(path: str, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+    port = state.read_info()["port"]  # type: ignore[index]
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data=body, headers=headers, method="POST")
+    try:
+        with urllib.request.urlopen(req, timeout=60) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+
+
+def test_the_hook_route_checks_what_it_is_given(remembered: Path, daemon) -> None:  # type: ignore[no-untyped-def]
+    token = state.read_token()
+    env = warm.environment().encode().hex()
+    auth = {"Authorization": f"Bearer {token}", "X-Hook-Env": env}
+    body = json.dumps(payload("01-SessionStart.json", cwd=str(remembered))).encode()
+    assert _post("/api/hook/SessionStart", body, {"X-Hook-Env": env})[0] == 401
+    assert _post("/api/hook/PreToolUse", body, auth)[0] == 404  # not a hook memlane registers
+    status, answer = _post("/api/hook/SessionStart", body, {**auth, "X-Hook-Cwd": "not hex"})
+    assert status == 400 and b"x-hook-cwd" in answer
+    status, answer = _post("/api/hook/SessionStart", body, {**auth, "X-Hook-Env": ""})
+    assert status == 409
+    status, answer = _post("/api/hook/Stop", body, {**auth, "X-Hook-Delivered": "yesterday"})
+    assert status == 400 and b"x-hook-delivered" in answer
+    # A payload the hook cannot use is its usual logged warning and an empty answer, as in its own process.
+    assert _post("/api/hook/UserPromptSubmit", b"not json", auth) == (200, b"")
+    assert hooks_run()["SessionStart"] == 0 and hooks_run()["UserPromptSubmit"] == 1
+
+
+def test_a_stuck_daemon_costs_one_wait_then_hooks_run_themselves(
+    memlane_home: Path, proj: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A daemon that takes the connection and never answers: ``answer`` gives up after its wait, and for the
+    next minute hooks do not ask it again."""
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(8)
+    state.ensure_token()
+    state.write_info({"pid": os.getpid(), "host": "127.0.0.1", "port": silent.getsockname()[1], "started": 0})
+    monkeypatch.setattr(warm, "ANSWER_S", 0.3)
+    raw = json.dumps(payload("02-UserPromptSubmit.json", prompt=PROMPT, cwd=str(proj))).encode()
+    try:
+        began = time.monotonic()
+        assert warm.answer("UserPromptSubmit", raw) is None
+        assert time.monotonic() - began >= 0.3
+        assert (memlane_home / warm.SLOW_FILE).exists()
+        began = time.monotonic()
+        assert warm.answer("UserPromptSubmit", raw) is None
+        assert time.monotonic() - began < 0.25
+        os.utime(memlane_home / warm.SLOW_FILE, (0, 0))  # a minute later: the daemon is asked again
+        began = time.monotonic()
+        assert warm.answer("UserPromptSubmit", raw) is None
+        assert time.monotonic() - began >= 0.3
+    finally:
+        silent.close()
+        state.clear_info(os.getpid())
+
+
+def test_answer_declines_without_a_daemon_and_for_other_events(memlane_home: Path, proj: Path) -> None:
+    raw = json.dumps(payload("02-UserPromptSubmit.json", cwd=str(proj))).encode()
+    assert warm.answer("UserPromptSubmit", raw) is None  # no daemon.json
+    assert warm.answer("Stop", raw) is None
+    assert warm.answer("UserPromptSubmit", b"x" * (warm.MAX_PAYLOAD_BYTES + 1)) is None
+
+
+def _wait(condition: Any, what: str, timeout_s: float = 30) -> None:
+    end = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < end, what
+        time.sleep(0.05)
+
+
+def _turn(proj: Path, session: str, answer: str) -> None:
+    """One turn's hooks as Claude Code runs them, through the installed command."""
+    common = {"session_id": session, "cwd": str(proj)}
+    launch("UserPromptSubmit", payload("02-UserPromptSubmit.json", prompt="run the pool tests", **common), proj)
+    launch("PostToolUse", payload("04-PostToolUse.json", **common), proj)
+    launch("Stop", payload("05-Stop.json", last_assistant_message=answer, **common), proj)
+    launch("SessionEnd", payload("06-SessionEnd.json", **common), proj)
+
+
+def test_capture_hooks_are_handed_to_the_daemon_and_stored_in_order(remembered: Path, daemon) -> None:  # type: ignore[no-untyped-def]
+    answer = "The pool tests fail: connections are not released on timeout (quokka)."
+    _turn(remembered, "warm-turn", answer)
+    _wait(lambda: hooks_run()["SessionEnd"] == 1, "the daemon did not store the handed-off hooks")
+    assert hooks_run()["PostToolUse"] == hooks_run()["Stop"] == 1
+    mem = Memory.open(str(remembered))
+    mine = [e for e in mem.store.history(limit=50) if e.session_id == "warm-turn"]
+    kinds = {e.type for e in mine}
+    assert {"user_prompt", "tool_observation", "agent_response", "session_end", "session_summary"} <= kinds
+    # SessionEnd's summary was written after Stop's answer was stored: it quotes it.
+    summary = next(e for e in mine if e.type == "session_summary")
+    assert "quokka" in summary.content
+    assert not [n for n in os.listdir(state.lock_file().rsplit("/", 1)[0] + "/inbox") if n.endswith(".hook")]
+
+
+def test_a_daemon_that_declines_leaves_capture_to_the_hook(remembered: Path, daemon) -> None:  # type: ignore[no-untyped-def]
+    answer = "Stored by its own child"
+    stop = payload("05-Stop.json", session_id="own-1", cwd=str(remembered), last_assistant_message=answer)
+    launch("Stop", stop, remembered, env={"MEMLANE_LOGGING_LEVEL": "debug"})
+    mem = Memory.open(str(remembered))
+    _wait(
+        lambda: any(e.session_id == "own-1" for e in mem.store.history(types=["agent_response"], limit=20)),
+        "the detached child did not store the answer",
+    )
+    assert hooks_run()["Stop"] == 0
+
+
+def test_the_inbox_keeps_each_sessions_order_and_survives_a_restart(memlane_home: Path) -> None:
+    stored: list[tuple[str, str]] = []
+
+    def store(delivery: inbox.Delivery) -> None:
+        time.sleep(0.002)
+        data = json.loads(delivery.raw)
+        stored.append((data["session_id"], delivery.event + data["n"]))
+
+    first = inbox.Inbox(store, lambda: None)
+    first.close()  # a daemon stopping: what arrives now is saved and left on disk
+    sent = []
+    for n in range(12):
+        session = "ab"[n % 2]
+        raw = json.dumps({"session_id": session, "n": f"{n:02d}"}).encode()
+        first.accept(inbox.Delivery("Stop", raw, "/tmp", 1.0))
+        sent.append((session, f"Stop{n:02d}"))
+    folder = memlane_home / inbox.FOLDER
+    assert len([p for p in folder.iterdir() if p.suffix == ".hook"]) == 12 and not stored
+    second = inbox.Inbox(store, lambda: None)  # the next daemon
+    assert second.recover() == 12
+    _wait(lambda: len(stored) == 12, "the recovered deliveries were not stored")
+    second.close()
+    for session in "ab":
+        assert [x for x in stored if x[0] == session] == [x for x in sent if x[0] == session]
+    assert not list(folder.glob("*.hook"))
+
+
+def test_a_delivery_that_fails_stays_for_the_next_start(memlane_home: Path) -> None:
+    def store(delivery: inbox.Delivery) -> None:
+        raise RuntimeError("disk on fire")
+
+    box = inbox.Inbox(store, lambda: None)
+    box.accept(inbox.Delivery("SessionEnd", b'{"session_id": "x"}', None, None))
+    _wait(lambda: box.pending == 0, "the queue did not move on")
+    box.close()
+    assert len(list((memlane_home / inbox.FOLDER).glob("*.hook"))) == 1
