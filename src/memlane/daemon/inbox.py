@@ -1,11 +1,14 @@
-"""Capture-only hooks handed to the daemon (``daemon.warm.hand_off``): kept on disk, stored in delivery order.
+"""Capture-only hooks handed to the daemon (``daemon.warm.hand_off``): stored after the answer, in delivery order.
 
 A capture-only hook (PostToolUse, Stop, SessionEnd, ...) run in its own process spends ~50 ms of CPU
 importing memlane and opening the store, three or more times a turn, beside Claude Code's own work. With the
-daemon up, the hook process forwards the payload instead; the daemon writes it to ``inbox/`` (one file, renamed
-into place) and only then answers, so an accepted delivery survives a crash of the daemon: the files left are
-stored the next time it starts (``recover``). The answer does not wait for the store: Stop's transcript
-catch-up may wait for Claude Code to finish writing the turn.
+daemon up, the hook process forwards the payload instead; the daemon queues it and answers at once (Stop's
+transcript catch-up may wait for Claude Code to finish writing the turn), then stores it.
+
+The payload stays in memory, as it does in the detached child that stores it otherwise (``capture.detach``):
+it is raw, before the privacy filter, so it is never written to disk. A daemon that stops (``memlane daemon
+stop``, a signal, its idle timeout, which waits for an empty queue) stores what it has queued first, for up to
+``DRAIN_S``; a daemon killed outright loses what it held, as a killed child would.
 
 Order: one session's deliveries are stored one at a time, in the order they arrived (SessionEnd's summary must
 see the answer Stop stored), on a small pool of low-priority threads; sessions do not wait for each other.
@@ -13,59 +16,28 @@ see the answer Stop stored), on a small pool of low-priority threads; sessions d
 
 from __future__ import annotations
 
-import json
-import os
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from memlane import paths
 from memlane.capture.detach import session_of
 from memlane.daemon.embed_worker import lower_thread_priority
 from memlane.logs import log
 
-FOLDER = "inbox"
 THREADS = 2
+DRAIN_S = 10.0
 
 
 class Delivery:
     """One hook delivery as the hook process sent it."""
 
-    def __init__(self, event: str, raw: bytes, cwd: str | None, delivered: float | None, path: str = "") -> None:
+    def __init__(self, event: str, raw: bytes, cwd: str | None, delivered: float | None) -> None:
         self.event = event
         self.raw = raw
         self.cwd = cwd
         self.delivered = delivered
-        self.path = path
-
-    def save(self) -> None:
-        """Write it to the inbox (a temporary file renamed into place: never half a delivery)."""
-        folder = paths.ensure_dir(paths.join(FOLDER))
-        name = f"{time.time_ns():020d}-{os.getpid()}-{threading.get_native_id()}.hook"
-        head = json.dumps({"event": self.event, "cwd": self.cwd, "delivered": self.delivered}).encode()
-        tmp = os.path.join(folder, f".{name}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        try:
-            os.write(fd, head + b"\n" + self.raw)
-        finally:
-            os.close(fd)
-        self.path = os.path.join(folder, name)
-        os.replace(tmp, self.path)
-
-    @classmethod
-    def load(cls, path: str) -> Delivery:
-        with open(path, "rb") as fh:
-            head, _, raw = fh.read().partition(b"\n")
-        meta = json.loads(head)
-        return cls(str(meta["event"]), raw, meta.get("cwd"), meta.get("delivered"), path)
-
-    def done(self) -> None:
-        try:
-            os.remove(self.path)
-        except OSError:
-            pass
 
 
 class Inbox:
@@ -87,28 +59,25 @@ class Inbox:
         with self._lock:
             return sum(len(q) for q in self._queues.values())
 
-    def accept(self, delivery: Delivery) -> None:
-        """Save ``delivery``, then queue it (raises OSError when it cannot be saved: the hook runs itself)."""
-        delivery.save()
-        self._queue(delivery)
-
-    def _queue(self, delivery: Delivery) -> None:
+    def accept(self, delivery: Delivery) -> bool:
+        """Queue ``delivery``; False once the daemon is stopping (the hook then stores it itself)."""
         session = session_of(delivery.raw)
         with self._lock:
+            if self._closing:
+                return False
             queue = self._queues.get(session)
             if queue is not None:
                 queue.append(delivery)  # the session's running task takes it after the ones before it
-                return
-            if self._closing:
-                return  # saved: the next daemon stores it (``recover``)
+                return True
             self._queues[session] = deque([delivery])
         self._pool.submit(self._drain, session)
+        return True
 
     def _drain(self, session: str) -> None:
         while True:
             with self._lock:
                 queue = self._queues[session]
-                if not queue or self._closing:  # closing: what is left stays in the inbox for the next start
+                if not queue:
                     del self._queues[session]
                     return
                 delivery = queue[0]
@@ -116,34 +85,22 @@ class Inbox:
                 if self._before is not None:
                     self._before()
                 self._store(delivery)
-            except BaseException as exc:  # noqa: BLE001 - the file stays for the next start; the queue goes on
-                log("daemon", "error", f"inbox: {delivery.event} not stored: {exc!r}; kept in {delivery.path}")
-            else:
-                delivery.done()
+            except BaseException as exc:  # noqa: BLE001 - hooks.respond logs its own failures; this is a bug
+                log("daemon", "error", f"inbox: {delivery.event} not stored: {exc!r}")
             finally:
                 self._touch()
                 with self._lock:
                     queue.popleft()
 
-    def recover(self) -> int:
-        """Queue the deliveries a stopped daemon accepted and did not store; how many."""
-        folder = paths.join(FOLDER)
-        try:
-            names = sorted(n for n in os.listdir(folder) if n.endswith(".hook"))
-        except OSError:
-            return 0
-        found = 0
-        for name in names:
-            try:
-                self._queue(Delivery.load(os.path.join(folder, name)))
-                found += 1
-            except (OSError, ValueError, KeyError) as exc:
-                log("daemon", "error", f"inbox: {name} unreadable ({exc!r}); left in place")
-        if found:
-            log("daemon", "info", f"inbox: storing {found} hook delivery(ies) left by an earlier daemon")
-        return found
-
-    def close(self, wait: bool = True) -> None:
-        """Stop taking deliveries off the queues (a store under way finishes); the rest stays on disk."""
-        self._closing = True
-        self._pool.shutdown(wait=wait, cancel_futures=True)
+    def close(self, drain_s: float = 0.0) -> int:
+        """Take no more deliveries; store those queued for up to ``drain_s``. How many were left unstored."""
+        with self._lock:
+            self._closing = True
+        end = time.monotonic() + drain_s
+        while self.pending and time.monotonic() < end:
+            time.sleep(0.02)
+        left = self.pending
+        if left:
+            log("daemon", "error", f"inbox: stopping with {left} hook delivery(ies) not stored")
+        self._pool.shutdown(wait=False, cancel_futures=True)
+        return left

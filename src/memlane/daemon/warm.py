@@ -5,8 +5,8 @@ hook process, each spends ~20 ms importing memlane's modules and opening the sto
 the daemon has them loaded and its model warm. So the installed hook sends the payload, as Claude Code sent
 it, to ``/api/hook/<Event>``, where the daemon runs the same ``hooks.respond`` (storing the prompt, searching,
 building the context), and prints the answer (``answer``). The capture-only hooks hand their payload over the
-same way (``hand_off``): the daemon saves it and stores it after answering (``daemon.inbox``), which spares a
-process importing memlane three or more times a turn. Nothing here imports more than ``os``, ``time`` and
+same way (``hand_off``): the daemon queues it and stores it after answering (``daemon.inbox``), which spares
+a process importing memlane three or more times a turn. Nothing here imports more than ``os``, ``time`` and
 ``_socket``.
 
 When the daemon is down, refuses, or has not answered within ``ANSWER_S`` (``ACCEPT_S``), the hook runs in
@@ -29,7 +29,7 @@ from memlane.daemon import wire
 
 EVENTS = ("SessionStart", "UserPromptSubmit")
 CAPTURE_EVENTS = ("PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop", "SessionEnd", "PreCompact")
-ACCEPT_S = 0.5  # a capture hook's payload is saved to a file before the answer: milliseconds
+ACCEPT_S = 0.5  # a capture hook's payload is only queued before the answer: well under a millisecond
 CONNECT_S = 0.1  # loopback: a daemon that cannot take a connection this fast will not answer fast either
 ANSWER_S = 2.0  # the daemon answers in tens of ms; this only bounds what a stuck one costs
 SLOW_S = 60.0  # after a daemon missed ``ANSWER_S``: hooks run themselves for this long
@@ -50,7 +50,7 @@ def answer(event: str, raw: bytes) -> bytes | None:
 
 
 def hand_off(event: str, raw: bytes, delivered: float) -> bool:
-    """Give a capture-only hook's payload to the daemon (``daemon.inbox``); True once the daemon has saved it.
+    """Give a capture-only hook's payload to the daemon (``daemon.inbox``); True once the daemon has queued it.
     False: the hook stores it itself. Never raises."""
     if event not in CAPTURE_EVENTS:
         return False
