@@ -269,6 +269,8 @@ def with_daemon(cwd: Path, env: dict[str, str], runs: int, worker: bool = True, 
         f"(goal ≤ 5x){'  OVER' if p50 / floor > 5 else ''}; worker still busy at the end: {busy}"
     )
     print(f"  fell back to full-text (daemon missed the deadline): {fallbacks} of {runs}")
+    ran = (health.get("hooks") or {}).get("UserPromptSubmit", 0)
+    print(f"  run by the daemon itself (daemon.warm; the rest asked it from their own process): {ran} of {runs}")
     print(f"  daemon health after the run: {json.dumps(health)[:300]}")
 
 
