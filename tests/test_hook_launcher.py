@@ -1,4 +1,4 @@
-"""The command ``memlane install`` registers: ``<python> -S …/memlane/hook_launcher.py <Event>``, run through a
+"""The command ``memlane install`` registers: ``<python> -I -S …/memlane/hook_launcher.py <Event>``, run through a
 shell as Claude Code runs it, with no ``site`` and no PYTHONPATH; capture-only events finish in a detached child."""
 
 from __future__ import annotations
@@ -54,8 +54,8 @@ def wait_until(check, timeout: float = 30.0):  # type: ignore[no-untyped-def]
 
 def test_installed_command_runs_python_without_site_on_the_launcher() -> None:
     words = inst.hook_command().split()
-    assert words[1] == "-S" and words[2].endswith(os.path.join("memlane", "hook_launcher.py"))
-    assert os.path.isfile(words[2]) and inst.program_exists(f"{inst.hook_command()} Stop")
+    assert words[1:3] == ["-I", "-S"] and words[3].endswith(os.path.join("memlane", "hook_launcher.py"))
+    assert os.path.isfile(words[3]) and inst.program_exists(f"{inst.hook_command()} Stop")
 
 
 def test_prompt_hook_answers_in_its_own_process(proj: Path) -> None:

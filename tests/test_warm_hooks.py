@@ -1,7 +1,7 @@
 """SessionStart and UserPromptSubmit run in the daemon when it is up (``daemon.warm``): the installed hook
 command forwards the payload and prints the daemon's answer; whenever the daemon cannot answer (down,
 another MEMLANE_* environment, stuck, an old daemon without the route) the hook runs in its own process.
-Real daemon process, real installed command (``python -S hook_launcher.py``), real model."""
+Real daemon process, real installed command (``python -I -S hook_launcher.py``), real model."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def launch(event: str, data: dict[str, Any], cwd: Path, env: dict[str, str] | No
 
 def _command(event: str) -> list[str]:
     launcher = Path(hooks.__file__).with_name("hook_launcher.py")
-    return [sys.executable, "-S", str(launcher), event]
+    return [sys.executable, "-I", "-S", str(launcher), event]
 
 
 def hooks_run() -> dict[str, int]:

@@ -112,7 +112,7 @@ def test_built_wheel_installs_and_works(tmp_path: Path) -> None:
     settings = json.loads((home / ".claude" / "settings.json").read_text())
     command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
     launcher = Path(where).parent / "hook_launcher.py"
-    assert command == f"{bin_dir / 'python'} -S {launcher} UserPromptSubmit"  # no site: memlane from the launcher
+    assert command == f"{bin_dir / 'python'} -I -S {launcher} UserPromptSubmit"  # no site: memlane from the launcher
     assert "Installed memlane hooks" in out
 
     # A hook exactly as Claude Code runs it: the registered command through a shell, the payload on stdin.

@@ -69,12 +69,12 @@ def memlane_executable() -> str:
 
 
 def hook_command() -> str:
-    """The command Claude Code runs, the event appended: this interpreter with ``-S`` on memlane's hook
+    """The command Claude Code runs, the event appended: this interpreter with ``-I -S`` on memlane's hook
     launcher file (``memlane.hook_launcher``: no ``site``, capture finished in a detached child). Where the
     package is not a folder of files (a zip), ``memlane hook`` through the console script."""
     launcher = Path(__file__).resolve().with_name(LAUNCHER)
     if launcher.is_file() and sys.executable:
-        return f"{shlex.quote(sys.executable)} -S {shlex.quote(str(launcher))}"
+        return f"{shlex.quote(sys.executable)} -I -S {shlex.quote(str(launcher))}"
     return f"{memlane_executable()} hook"
 
 
