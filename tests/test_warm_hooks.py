@@ -82,6 +82,11 @@ def test_the_daemon_answers_both_hooks_and_stores_once(remembered: Path, daemon)
     assert len([e for e in mem.store.history(types=["session_start"], limit=10) if e.session_id == "warm-1"]) == 1
     # The same start handled again in this process: the same answer (the same code, the same store).
     assert hooks.handle("SessionStart", json.dumps(start).encode()) == started.strip()
+    # The prompt's memories are what the daemon's /api/inject gives for it (the hook's own prompt excluded).
+    prompt_id = next(e.id for e in mem.store.history(types=["user_prompt"], limit=10) if e.content == PROMPT)
+    body = {"cwd": str(remembered), "prompt": PROMPT, "exclude_ids": [prompt_id], "session_id": "warm-1"}
+    asked = client.call("/api/inject", {**body, "working_directory": str(remembered)}, 60_000)
+    assert asked is not None and asked["context"] == context
 
 
 def test_the_hooks_own_cwd_stands_in_for_a_missing_one(remembered: Path, daemon) -> None:  # type: ignore[no-untyped-def]

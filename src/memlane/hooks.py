@@ -286,15 +286,16 @@ def _inject_body(proj: project.Project, query: str, payload: dict[str, Any], exc
 
 class Warm:
     """What the daemon gives a hook it runs for a hook process (``daemon.warm``): that process's working
-    directory, and ``/api/inject`` answered in the daemon itself (``answer``: body → the route's answer)."""
+    directory, and ``/api/inject`` answered in the daemon itself (``answer``: the route's body, and the
+    hook's project and open store, which the search reads instead of opening its own → the route's answer)."""
 
-    def __init__(self, cwd: str | None, answer: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    def __init__(self, cwd: str | None, answer: Callable[..., dict[str, Any]]) -> None:
         self.cwd = cwd
         self.answer = answer
 
-    def ask(self, body: dict[str, Any]) -> _Answered:
+    def ask(self, body: dict[str, Any], proj: project.Project, store: Store) -> _Answered:
         try:
-            return _Answered(self.answer(body))
+            return _Answered(self.answer(body, proj, store))
         except Exception as exc:  # noqa: BLE001 - the hook then falls back to full text, as for a failed daemon
             log("hooks", "warning", f"daemon search failed: {exc!r}; full-text fallback")
             return _Answered(None)
@@ -428,7 +429,7 @@ def handle(
         if typed and inject_now:
             query = prompt_query(payload, batch, cfg)
             asked = (
-                warm.ask(_inject_body(proj, query, payload, ids))
+                warm.ask(_inject_body(proj, query, payload, ids), proj, store)
                 if warm
                 else ask_daemon(proj, query, payload, cfg, ids)
             )

@@ -162,8 +162,6 @@ class Daemon:
             return {"project_id": mem.project.id, "results": [h.as_dict() for h in hits]}
 
     def _inject(self, body: dict[str, Any]) -> dict[str, Any]:
-        from memlane.capture.inject import hits_context, retrieval_query
-
         prompt = body.get("prompt")
         if not isinstance(prompt, str):
             raise InputError("prompt must be a string")
@@ -171,10 +169,20 @@ class Daemon:
         if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
             raise InputError("exclude_ids must be a list of strings")
         with self.memory(body) as mem:
-            hits = self.engine.relevant(mem, retrieval_query(prompt, mem.config), list(value or []))
-            context = context_routes.inject_context(self, mem, body)
-            text = hits_context(hits, mem.config, mem.project.id, context)
-            return {"context": text, "results": [h.event.cite for h in hits]}
+            return self._inject_into(mem, body, prompt, list(value or []))
+
+    def _inject_into(self, mem: Memory, body: dict[str, Any], prompt: str, exclude_ids: list[str]) -> dict[str, Any]:
+        from memlane.capture.inject import hits_context, retrieval_query
+
+        hits = self.engine.relevant(mem, retrieval_query(prompt, mem.config), exclude_ids)
+        context = context_routes.inject_context(self, mem, body)
+        text = hits_context(hits, mem.config, mem.project.id, context)
+        return {"context": text, "results": [h.event.cite for h in hits]}
+
+    def _inject_warm(self, body: dict[str, Any], proj: Any, store: Any) -> dict[str, Any]:
+        """``/api/inject`` for a hook this daemon runs: on the hook's own project and open store (the body is
+        the hook's, so it needs no checks)."""
+        return self._inject_into(Memory(proj, self.cfg, store), body, body["prompt"], body["exclude_ids"])
 
     def _prepare(self, body: dict[str, Any]) -> dict[str, Any]:
         """A prompt the hook is about to ask ``/api/inject`` about: its query embedding starts now.
@@ -284,7 +292,7 @@ class Daemon:
             )
         if event in CAPTURE_EVENTS:
             return await self._accept(event, raw, cwd, request.headers.get("x-hook-delivered"))
-        warm = hooks.Warm(cwd, self._inject)
+        warm = hooks.Warm(cwd, self._inject_warm)
         opened: list[Any] = []
         try:
             from starlette.concurrency import run_in_threadpool
@@ -327,7 +335,7 @@ class Daemon:
     def _store_delivery(self, delivery: Delivery) -> None:
         from memlane import hooks
 
-        hooks.respond([delivery.event], delivery.raw, delivery.delivered, hooks.Warm(delivery.cwd, self._inject))
+        hooks.respond([delivery.event], delivery.raw, delivery.delivered, hooks.Warm(delivery.cwd, self._inject_warm))
         self.hooks_run[delivery.event] = self.hooks_run.get(delivery.event, 0) + 1
 
     def _run_hook(self, event: str, raw: bytes, warm: Any, opened: list[Any]) -> str:
