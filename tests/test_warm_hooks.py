@@ -74,6 +74,8 @@ def test_the_daemon_answers_both_hooks_and_stores_once(remembered: Path, daemon)
     ask = payload("02-UserPromptSubmit.json", session_id="warm-1", prompt_id="w1", prompt=PROMPT, cwd=str(remembered))
     answered = launch("UserPromptSubmit", ask, remembered)
     assert hooks_run()["SessionStart"] == hooks_run()["UserPromptSubmit"] == 1
+    status = subprocess.run([sys.executable, "-m", "memlane", "daemon", "status"], capture_output=True, text=True)
+    assert "ran 2 hook(s)" in status.stdout, status.stdout
     assert json.loads(started)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     context = json.loads(answered)["hookSpecificOutput"]["additionalContext"]
     assert "pool_size to 40" in context

@@ -57,7 +57,8 @@ def status(as_json: bool) -> None:
         click.echo(
             f"daemon: running, pid {info['pid']}, http://127.0.0.1:{info['port']}, "
             f"model {health.get('model') or health.get('model_error') or 'loading'}, "
-            f"embedded {((health.get('worker') or {}).get('processed', 0))} event(s) since start"
+            f"embedded {((health.get('worker') or {}).get('processed', 0))} event(s) since start, "
+            f"ran {sum((health.get('hooks') or {}).values())} hook(s)"
         )
 
 
