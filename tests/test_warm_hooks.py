@@ -286,3 +286,33 @@ def test_a_daemon_stopped_right_after_a_hand_off_stores_it_first(remembered: Pat
     _wait(lambda: state.read_info() is None, "the daemon did not stop")
     mem = Memory.open(str(remembered))
     assert any("pangolin" in e.content for e in mem.store.history(types=["agent_response"], limit=20))
+
+
+def test_many_hooks_handed_over_at_once_are_stored_exactly_once(remembered: Path, daemon) -> None:  # type: ignore[no-untyped-def]
+    """Sixty installed hook processes at once, four sessions, each tool call delivered twice: every call
+    stored once."""
+    template = payload("04-PostToolUse.json", cwd=str(remembered))
+    procs = []
+    for n in range(60):
+        call = n % 30
+        data = dict(template, session_id=f"many-{call % 4}", tool_use_id=f"t{call}", prompt_id=f"p{call % 4}")
+        data["tool_input"] = {"command": f"echo call {call}"}
+        procs.append(
+            subprocess.Popen(
+                _command("PostToolUse"),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE,
+                cwd=remembered,
+            )
+        )
+        assert procs[-1].stdin is not None
+        procs[-1].stdin.write(json.dumps(data).encode())
+        procs[-1].stdin.close()
+    for proc in procs:
+        assert proc.wait(timeout=60) == 0 and proc.stderr is not None and not proc.stderr.read()
+    _wait(lambda: hooks_run()["PostToolUse"] == 60, "not every hand-off was stored")
+    mem = Memory.open(str(remembered))
+    calls = [e for e in mem.store.history(types=["tool_observation"], limit=500) if e.session_id.startswith("many-")]
+    keys = [(e.session_id, e.metadata.get("tool_use_id")) for e in calls]
+    assert len(keys) == len(set(keys)) == 30  # 30 distinct calls (session, id), each twice delivered
