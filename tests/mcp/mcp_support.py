@@ -104,10 +104,3 @@ def memlane_executable(tmp_path: Path) -> str:
     wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} -c '{code}' \"$@\"\n")
     wrapper.chmod(0o755)
     return str(wrapper)
-
-
-def hooks_patched() -> bool:
-    """Whether ``memlane hook … --plugin`` consults the plugin guard (the hooks.py change in the report)."""
-    import inspect
-
-    return "--plugin" in inspect.getsource(hooks.main)

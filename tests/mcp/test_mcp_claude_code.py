@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_support import fill, hooks_patched, memlane_executable
+from mcp_support import fill, memlane_executable
 
 from e2e.conftest import claude_bin, serve_stub  # noqa: F401 - claude_bin is a fixture
 from memlane.memory import Memory
@@ -136,7 +136,6 @@ def test_plugin_installed_from_a_local_marketplace(claude_bin: Path, project: Pa
     assert last.count(START) == 1  # SessionStart context from the plugin's hook, once
 
 
-@pytest.mark.skipif(not hooks_patched(), reason="needs the 8-line hooks.py change from the MCP/plugin report")
 def test_plugin_and_memlane_install_never_double_register(claude_bin: Path, project: Path, tmp_path: Path) -> None:  # noqa: F811
     exe = memlane_executable(tmp_path)
     market = tmp_path / "market"

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from mcp_support import hooks_patched, payload
+from mcp_support import payload
 
 from memlane import install as inst
 from memlane.cli.plugin_cmd import plugin_group
@@ -167,7 +167,6 @@ def test_plugin_hook_alone_captures_like_an_installed_hook(proj: Path) -> None:
         assert [e.content for e in mem.history(types=["user_prompt"])] == [data["prompt"]]
 
 
-@pytest.mark.skipif(not hooks_patched(), reason="needs the 8-line hooks.py change from the MCP/plugin report")
 def test_plugin_hook_steps_aside_when_memlane_install_registered_the_event(proj: Path) -> None:
     _settings(Path.home() / ".claude" / "settings.json", "/usr/bin/memlane hook", ["UserPromptSubmit"])
     data = payload("02-UserPromptSubmit.json", cwd=str(proj))
