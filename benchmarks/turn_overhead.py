@@ -1,6 +1,6 @@
 """Turn overhead memlane adds in the real Claude Code CLI: whole `claude -p` turns with and without its hooks.
 
-    python benchmarks/turn_overhead.py [--rounds 12] [--claude PATH/TO/claude] [--daemon] [--trace] [--keep]
+    python benchmarks/turn_overhead.py [--rounds 12] [--claude PATH/TO/claude] [--daemon] [--floor] [--trace] [--keep]
 
 Offline, against the scripted model stub (../shared/claude-code/stub_anthropic.py, or $CLAUDE_CODE_STUB): a
 temp HOME with two git projects, `bare/` (no hooks) and `mem/` (hooks from `memlane install --scope
@@ -20,7 +20,8 @@ one) and UserPromptSubmit uses the full-text fallback. With --daemon, `memlane d
 (on a free port, in the temp data dir), the benchmark waits for its model, and `memlane daemon stop`
 runs at the end; the daemon's worker embeds the new events while turns run, as it would in real use.
 --hook-command 'python3 -c pass' registers that command in place of memlane's (same events, timeouts, async
-flags): what any hooks of this shape cost a turn, the floor under memlane's ratio.
+flags): what any hooks of this shape cost a turn, the floor under memlane's ratio. --floor runs that floor as a
+third side in the same rounds (its own project), so memlane's ratio and the floor's come from the same minutes.
 --trace puts every hook behind a timing shell and prints, per event, its whole-process time and where it
 starts and ends relative to the end of its `claude` process: which hooks the turn waits for, and how long
 (the shell adds a few ms per hook, so a traced run's ratio is not the result). memlane's package is
@@ -34,6 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import socket
 import statistics
@@ -189,6 +191,12 @@ def main() -> int:
         help="wrap each hook in a timing shell and print, per event, its whole-process time and how it sits "
         "in the turn (the wrapper's bash adds a few ms per hook, so the ratio of a traced run is not the result)",
     )
+    ap.add_argument(
+        "--floor",
+        action="store_true",
+        help="a third side in the same rounds: a project whose hooks (same events, timeouts, async flags) are "
+        "bare `python -c pass` processes; prints the floor's ratio and memlane's time above it, turn for turn",
+    )
     ap.add_argument("--keep", action="store_true", help="keep the temp dir (HOME, projects, store, request log)")
     args = ap.parse_args()
     claude = find_claude(args.claude)
@@ -201,10 +209,11 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="memlane-turnbench-"))
     home, data = root / "home", root / "memlane"
     home.mkdir()
-    bare, mem = root / "bare", root / "mem"
+    bare, mem, floor = root / "bare", root / "mem", root / "floor"
     git_init(bare)
     git_init(mem)
-    total_turns = 2 * (args.rounds + 1)
+    sides = ("bare", "floor", "mem") if args.floor else ("bare", "mem")
+    total_turns = len(sides) * (args.rounds + 1)
     script = root / "script.json"
     script.write_text(
         json.dumps({"turns": [scripted_turn(n) for n in range(total_turns)], "final": [FINAL]}), encoding="utf-8"
@@ -234,6 +243,15 @@ def main() -> int:
                     hook["command"] = args.hook_command
         settings_path.write_text(json.dumps(settings, indent=2), encoding="utf-8")
     hook_cmd = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    if args.floor:
+        git_init(floor)
+        floored = json.loads(json.dumps(settings))
+        for groups in floored["hooks"].values():
+            for group in groups:
+                for hook in group["hooks"]:
+                    hook["command"] = f"{shlex.quote(sys.executable)} -c pass"
+        (floor / ".claude").mkdir()
+        (floor / ".claude" / "settings.json").write_text(json.dumps(floored, indent=2), encoding="utf-8")
     trace_log = root / "trace.log"
     if args.trace:
         wrap_hooks(settings, root / "trace.sh", trace_log)
@@ -255,7 +273,7 @@ def main() -> int:
     )
     daemon_info: dict = {}  # type: ignore[type-arg]
     failures: list[str] = []
-    times: dict[str, list[float]] = {"bare": [], "mem": []}
+    times: dict[str, list[float]] = {side: [] for side in sides}
     windows: list[tuple[float, float]] = []  # wall-clock start/end of every memlane-side turn (--trace)
     try:
         for _ in range(100):
@@ -273,7 +291,7 @@ def main() -> int:
             print(f"daemon up, model loaded in {time.perf_counter() - t0:.1f} s after start", flush=True)
 
         def turn(side: str) -> float:
-            cwd = bare if side == "bare" else mem
+            cwd = {"bare": bare, "mem": mem, "floor": floor}[side]
             wall0, t0 = time.time(), time.perf_counter()
             proc = subprocess.run(
                 [str(claude), "-p", PROMPT, "--allowedTools", "Bash", "--output-format", "json"],
@@ -302,10 +320,12 @@ def main() -> int:
                 failures.append(f"{side}: {problem}")
             return elapsed
 
-        turn("bare")  # warm-up: caches, first-run files in HOME
-        turn("mem")
+        for side in sides:  # warm-up: caches, first-run files in HOME
+            turn(side)
         for r in range(args.rounds):
-            order = ("bare", "mem") if r % 2 == 0 else ("mem", "bare")
+            # Each side takes each place in the order in turn, so drift in load falls on all of them alike.
+            k = r % len(sides)
+            order = sides[k:] + sides[:k] if r % 2 == 0 else tuple(reversed(sides[k:] + sides[:k]))
             line = []
             for side in order:
                 times[side].append(turn(side))
@@ -339,7 +359,7 @@ def main() -> int:
     print(f"\nclaude {claude}; hooks: {hook_cmd}; daemon: {'up' if args.daemon else 'down (no autostart)'}")
     print(f"{args.rounds} paired turns (+1 warm-up each), load average at start {load_start}, at end {load}")
     print(f"{'side':<16}{'median s':>10}{'p95 s':>9}{'min s':>9}{'max s':>9}")
-    for side, label in (("bare", "without memlane"), ("mem", "with memlane")):
+    for side, label in (("bare", "without memlane"), ("floor", "python -c pass"), ("mem", "with memlane")):
         v = times[side]
         if v:
             print(f"{label:<16}{statistics.median(v):>10.3f}{pct(v, 0.95):>9.3f}{min(v):>9.3f}{max(v):>9.3f}")
@@ -357,6 +377,14 @@ def main() -> int:
             f"paired (same round) difference: median {statistics.median(diffs) * 1000:+.0f} ms, "
             f"p95 {pct(diffs, 0.95) * 1000:+.0f} ms"
         )
+        if times.get("floor"):
+            m_floor = statistics.median(times["floor"])
+            above = [m - f for m, f in zip(times["mem"], times["floor"], strict=True)]
+            print(
+                f"floor (bare `python -c pass` hooks) with/without: median {m_floor / m_bare:.3f}x, "
+                f"{(m_floor - m_bare) * 1000:+.0f} ms; memlane above the floor, paired median "
+                f"{statistics.median(above) * 1000:+.0f} ms"
+            )
     print(f"memlane stored {stored} event(s) from {turns} turn(s): {json.dumps(counts, sort_keys=True)}")
     if args.daemon:
         health = daemon_info.get("health") or {}
