@@ -18,10 +18,10 @@ from memlane.store import keys
 from memlane.store.db import Event, Store
 
 
-def launch(event: str, data: dict[str, object]) -> subprocess.CompletedProcess[bytes]:
+def launch(event: str, data: dict[str, object], command: str | None = None) -> subprocess.CompletedProcess[bytes]:
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}  # memlane must come from the launcher alone
     return subprocess.run(
-        f"{inst.hook_command()} {event}",
+        f"{command or inst.hook_command()} {event}",
         shell=True,
         input=json.dumps(data).encode(),
         capture_output=True,
@@ -67,6 +67,16 @@ def test_prompt_hook_answers_in_its_own_process(proj: Path) -> None:
     out = launch("UserPromptSubmit", again)
     context = json.loads(out.stdout)["hookSpecificOutput"]["additionalContext"]
     assert "zebrafinch" in context  # the first session's prompt came back
+
+
+def test_the_previous_releases_command_still_works(proj: Path) -> None:
+    """Settings written by the release before (``python -S``, without ``-I``): sys.path[0] is then the launcher's
+    own folder, which the launcher swaps for the one above it."""
+    older = inst.hook_command().replace(" -I -S ", " -S ")
+    assert older != inst.hook_command()
+    done = launch("UserPromptSubmit", payload("02-UserPromptSubmit.json", cwd=str(proj)), older)
+    assert done.returncode == 0 and done.stderr == b""
+    assert [e.type for e in stored(proj)] == ["user_prompt"]
 
 
 def test_capture_hook_is_stored_by_its_detached_child_at_the_hooks_time(proj: Path) -> None:
