@@ -267,11 +267,11 @@ class Daemon:
         return await self.json_route(request, self._prepare)
 
     async def hook(self, request: Request) -> Response:
-        """A SessionStart or UserPromptSubmit hook run here for its hook process (``daemon.warm``): the body
-        is the payload as Claude Code sent it, the answer what the hook prints. The same ``hooks.respond``
-        as in the hook process, with the modules loaded and the model warm; its prompt search is this
-        daemon's ``/api/inject``, called in place. The store is closed after the answer is sent (closing
-        the last connection to a WAL database checkpoints it)."""
+        """A hook run here for its hook process (``daemon.warm``); the body is the payload as Claude Code sent
+        it. SessionStart and UserPromptSubmit: the answer is what the hook prints, from the same
+        ``hooks.respond`` as in the hook process, with the modules loaded and the model warm (the prompt search
+        is this daemon's ``/api/inject``, called in place); the store is closed after the answer is sent
+        (closing the last connection to a WAL database checkpoints it). Capture-only hooks: queued (``_accept``)."""
         from memlane import hooks
         from memlane.daemon import warm as warm_client
 
