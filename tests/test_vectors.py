@@ -168,6 +168,30 @@ def test_small_appends_are_compacted_and_answers_do_not_change(mem: Memory, embe
     assert index.search(query, 5) == before
 
 
+def test_a_table_past_the_compaction_size_is_left_in_fragments(memlane_home: Path) -> None:
+    """Compaction rewrites the whole table, so a table past ``COMPACT_MAX_ROWS`` keeps its fragments until the
+    ANN index takes over (rewriting ~10k vectors every few batches held 480 MB in the daemon)."""
+    from memlane.config import VectorsConfig
+    from memlane.vectors import index as vindex
+
+    rng = np.random.default_rng(7)
+    index = VectorIndex("p-big", "m1", 8, VectorsConfig())
+
+    def rows(n: int, tag: str) -> list[dict[str, Any]]:
+        return [
+            {"event_id": f"{tag}{i}", "chunk": 0, "type": "user_prompt", "vector": rng.standard_normal(8)}
+            for i in range(n)
+        ]
+
+    index.upsert(rows(vindex.COMPACT_MAX_ROWS + 1, "big"))
+    for n in range(vindex.COMPACT_AT + 1):
+        index.upsert(rows(3, f"b{n}-"))
+        index.ensure_index()
+    table = index.table()
+    assert table is not None
+    assert int(table.stats()["fragment_stats"]["num_fragments"]) == vindex.COMPACT_AT + 2
+
+
 def test_stuck_jobs_are_recovered(mem: Memory, embedder: Any) -> None:
     mem.store.db.execute("UPDATE outbox SET status = 'processing', updated_at = '2000-01-01T00:00:00.000Z'")
     report = process_outbox(mem, embedder)

@@ -237,7 +237,8 @@ class VectorIndex:
             table.optimize()
             return False
         if rows < self.cfg.index_min_rows:
-            self._compact(table)
+            if rows <= COMPACT_MAX_ROWS:
+                self._compact(table)
             return False
         # IVF with scalar-quantised vectors: measured at 100k vectors (benchmarks/search_latency.py) it
         # answers in ~7 ms with recall@10 ≈ 0.93 at 30 probes, where IVF_PQ needed a refine step (~20 ms)
@@ -258,9 +259,11 @@ class VectorIndex:
         return True
 
     def _compact(self, table: Any) -> None:
-        """Merge the small fragments every embedding batch appends (below the ANN index's size, which is kept
-        compact by ``optimize`` above). A flat search reads every fragment: over 358 vectors it took 5.5 ms in
-        25 fragments and 2.6 ms in one, and a store adds one or two fragments per turn."""
+        """Merge the small fragments every embedding batch appends, in a small table. A flat search reads every
+        fragment: over 358 vectors it took 5.5 ms in 25 fragments and 2.6 ms in one, and a store adds one or two
+        fragments per turn. Only up to ``COMPACT_MAX_ROWS``: LanceDB's compaction rewrites the whole table, and
+        doing that every few batches up to 10k vectors left the daemon at 480 MB resident instead of 266 MB
+        (``benchmarks/daemon_memory.py --events 10000``)."""
         try:
             small = int(table.stats()["fragment_stats"]["num_small_fragments"])
         except Exception:  # noqa: BLE001 - a LanceDB without stats(): left as it is
@@ -276,7 +279,8 @@ class VectorIndex:
 
 INDEX_TYPE = "IvfSq"
 NPROBES = 30
-COMPACT_AT = 8  # small fragments that a table below the ANN index size is compacted at
+COMPACT_AT = 8  # small fragments that a small table is compacted at ...
+COMPACT_MAX_ROWS = 2_000  # ... while it holds at most this many vectors (each compaction rewrites it all)
 
 
 def other_tables(project_id: str, keep: str) -> list[str]:
