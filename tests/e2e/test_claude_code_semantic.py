@@ -1,6 +1,6 @@
 """Semantic memory end to end: the real Claude Code CLI, memlane's daemon (auto-started by SessionStart)
 embeds the first session; a later session's prompt — sharing no keywords with it — gets that memory
-injected, as the stub's request log shows.
+injected, as the stub's request log shows, and that session's hooks are run by the daemon.
 """
 
 from __future__ import annotations
@@ -84,6 +84,10 @@ def test_later_session_gets_earlier_memory_by_meaning(
         later = "\n".join(request_log.read_text().splitlines()[before:])
         assert "memlane: relevant memory" in later, later[-3000:]
         assert "zebrafinch" in later or "narwhal" in later or "quokka" in later
+        # The later session's hooks were run by the daemon itself (daemon.warm), as in real use.
+        health = json.loads(memlane("daemon", "status", "--json").stdout)["health"]
+        assert health["hooks"]["SessionStart"] >= 1 and health["hooks"]["UserPromptSubmit"] >= 1, health
+        assert health["hooks"]["Stop"] >= 1, health
     finally:
         memlane("daemon", "stop")
         time.sleep(0.5)
