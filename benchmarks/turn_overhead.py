@@ -56,7 +56,15 @@ CLAUDE_CANDIDATES = [
     os.environ.get("MEMLANE_CC_PREFIX", str(REPO / ".cache" / "claude-code")) + "/node_modules/.bin/claude",
     "/work/wt/capture/.cache/claude-code/node_modules/.bin/claude",
 ]
-PROMPT = "The DB connection pool times out under load; run the pool tests and tell me what fails."
+# Every turn's prompt differs, as a person's do: a repeated prompt would find its query vector in the daemon's
+# cache and spare the ~10 ms of embedding a new prompt costs.
+PROMPTS = [
+    "The DB connection pool times out under load; run the pool tests and tell me what fails.",
+    "Checkout requests stall when traffic spikes; run the pool tests and report the failures.",
+    "Why do database connections run out during the nightly batch? Run the pool tests.",
+    "Sessions are not returned to the pool after a timeout; check with the pool tests.",
+    "Run the pool tests: is pool_size too small for the worker count?",
+]
 
 
 def scripted_turn(n: int) -> dict:  # type: ignore[type-arg]
@@ -290,11 +298,17 @@ def main() -> int:
             daemon_info = wait_daemon(env, mem)
             print(f"daemon up, model loaded in {time.perf_counter() - t0:.1f} s after start", flush=True)
 
+        asked = [0]
+
+        def next_prompt() -> str:
+            asked[0] += 1
+            return f"{PROMPTS[asked[0] % len(PROMPTS)]} (turn {asked[0]})"
+
         def turn(side: str) -> float:
             cwd = {"bare": bare, "mem": mem, "floor": floor}[side]
             wall0, t0 = time.time(), time.perf_counter()
             proc = subprocess.run(
-                [str(claude), "-p", PROMPT, "--allowedTools", "Bash", "--output-format", "json"],
+                [str(claude), "-p", next_prompt(), "--allowedTools", "Bash", "--output-format", "json"],
                 env=env,
                 cwd=cwd,
                 capture_output=True,
@@ -360,7 +374,7 @@ def main() -> int:
     print(f"{args.rounds} paired turns (+1 warm-up each), load average at start {load_start}, at end {load}")
     print(f"{'side':<16}{'median s':>10}{'p95 s':>9}{'min s':>9}{'max s':>9}")
     for side, label in (("bare", "without memlane"), ("floor", "python -c pass"), ("mem", "with memlane")):
-        v = times[side]
+        v = times.get(side)
         if v:
             print(f"{label:<16}{statistics.median(v):>10.3f}{pct(v, 0.95):>9.3f}{min(v):>9.3f}{max(v):>9.3f}")
     valid = bool(times["bare"]) and bool(times["mem"])
