@@ -4,19 +4,15 @@ from __future__ import annotations
 
 import sys
 
-# Events whose hook only stores: with ``detach`` their work goes to a child (capture.detach). SessionStart
-# and UserPromptSubmit hand Claude Code the context they compute, so they run in the process it waits for.
-CAPTURE_ONLY = ("PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop", "SessionEnd", "PreCompact")
-# Events the daemon answers when it is up (daemon.warm); in the hook's own process otherwise.
-WARM = ("SessionStart", "UserPromptSubmit")
-
 
 def hook(argv: list[str], detach: bool = False) -> None:
     """Run the hook for ``argv`` (``<Event> [--plugin]``) on the payload on stdin, then exit the process.
 
-    ``detach`` (the installed command, ``hook_launcher``): a capture-only event forks once the payload is
-    read and Claude Code waits only for that. ``memlane hook`` by hand or in a script stays in one process,
-    so what it stored is there when it returns.
+    With the daemon up, it runs the hook (``daemon.warm``): SessionStart and UserPromptSubmit are answered by
+    it, and with ``detach`` (the installed command, ``hook_launcher``) a capture-only event is handed to it.
+    Otherwise ``detach`` makes a capture-only event fork once the payload is read, so Claude Code waits only
+    for that. ``memlane hook`` by hand or in a script stays in one process, so what it stored is there when
+    it returns. Plugin hooks (``--plugin``) run here: they first check whether installed hooks shadow them.
     """
     import os
     import time
@@ -28,21 +24,19 @@ def hook(argv: list[str], detach: bool = False) -> None:
         raw = b""
     event = argv[0] if argv else ""
     delivered = None  # set when a detached child stores the events: they keep the hook's time, not the child's
-    if detach and event in CAPTURE_ONLY and "--plugin" not in argv[1:]:
-        from memlane.daemon import warm
+    from memlane.daemon import warm
 
-        if warm.hand_off(event, raw, now):  # the daemon saved it and stores it (daemon.inbox)
+    to_daemon = "--plugin" not in argv[1:]
+    if detach and event in warm.CAPTURE_EVENTS:
+        if to_daemon and warm.hand_off(event, raw, now):  # the daemon queued it and stores it (daemon.inbox)
             os._exit(0)
-    if detach and event in CAPTURE_ONLY:
         from memlane.capture import detach as detached
 
         if detached.fork(raw):  # from here on, the child (or this process, where fork is missing)
             delivered = now
-    if event in WARM and "--plugin" not in argv[1:]:
-        from memlane.daemon import warm
-
-        answered = warm.answer(event, raw)
-        if answered is not None:  # the daemon ran the hook (daemon.warm)
+    elif to_daemon:
+        answered = warm.answer(event, raw)  # None: not an event the daemon answers, or it could not
+        if answered is not None:
             if answered:
                 sys.stdout.buffer.write(answered + b"\n")
             sys.stdout.flush()

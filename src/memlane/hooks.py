@@ -457,9 +457,8 @@ def handle(
             )
         return _output(event, context) if context else ""
     finally:
-        left = leave_open if leave_open is not None else _LEAVE_OPEN
-        if left is not None:
-            left.append(store)  # closed later, or by the process's exit without a checkpoint (see main)
+        if leave_open is not None:
+            leave_open.append(store)  # closed later, or by the process's exit without a checkpoint (see main)
         else:
             store.close()
 
@@ -467,10 +466,11 @@ def handle(
 # Share of the daemon's deadline it gets before the full-text fallback starts beside it.
 ALONE_SHARE = 0.5
 
-# Set by ``main(..., exiting=True)``: stores are left open for ``os._exit``. Closing the last connection to a
-# WAL database checkpoints it (~12 ms of a ~60 ms hook); an exit that never closes leaves the committed
-# events in the WAL, where every reader sees them, and SQLite's autocheckpoint (every 1,000 pages, on
-# commit) keeps the WAL small. Tests call ``handle`` in-process and close normally.
+# Set by ``main(..., exiting=True)`` and handed to ``handle``: stores are left open (and alive) for
+# ``os._exit``. Closing the last connection to a WAL database checkpoints it (~12 ms of a ~60 ms hook); an
+# exit that never closes leaves the committed events in the WAL, where every reader sees them, and SQLite's
+# autocheckpoint (every 1,000 pages, on commit) keeps the WAL small. Tests call ``handle`` in-process and
+# close normally.
 _LEAVE_OPEN: list[Store] | None = None
 
 
@@ -486,7 +486,7 @@ def main(argv: list[str], exiting: bool = False, raw: bytes | None = None, deliv
         except (AttributeError, OSError, ValueError) as exc:  # no usable stdin: nothing to handle
             log("hooks", "warning", f"{argv[0] if argv else ''}: cannot read the payload: {exc!r}")
             return 0
-    out = respond(argv, raw, delivered)
+    out = respond(argv, raw, delivered, leave_open=_LEAVE_OPEN)
     if out:
         sys.stdout.write(out + "\n")
         sys.stdout.flush()

@@ -21,6 +21,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 
 from memlane.capture.detach import session_of
 from memlane.daemon.embed_worker import lower_thread_priority
@@ -30,14 +31,14 @@ THREADS = 2
 DRAIN_S = 10.0
 
 
+@dataclass
 class Delivery:
     """One hook delivery as the hook process sent it."""
 
-    def __init__(self, event: str, raw: bytes, cwd: str | None, delivered: float | None) -> None:
-        self.event = event
-        self.raw = raw
-        self.cwd = cwd
-        self.delivered = delivered
+    event: str
+    raw: bytes
+    cwd: str | None  # the hook process's working directory
+    delivered: float | None  # when Claude Code ran the hook (seconds since the epoch)
 
 
 class Inbox:

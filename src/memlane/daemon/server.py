@@ -30,7 +30,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memlane import __version__, config
-from memlane.daemon import context_routes, state
+from memlane.daemon import context_routes, state, warm
 from memlane.daemon.embed_worker import Gate, Stopping, Worker
 from memlane.daemon.inbox import DRAIN_S as INBOX_DRAIN_S
 from memlane.daemon.inbox import Delivery, Inbox
@@ -39,13 +39,9 @@ from memlane.logs import log
 from memlane.memory import Memory
 from memlane.retrieval.engine import Engine
 
-# The hooks Claude Code waits for an answer from: run while it waits. The capture-only ones are queued and
-# stored after the answer (daemon.inbox).
-WARM_EVENTS = ("SessionStart", "UserPromptSubmit")
 SWITCH_INTERVAL_S = 0.001
 INBOX_SETTLE_S = 0.25  # a handed-over delivery is stored once no hook has come for this long ...
 INBOX_MOST_WAIT_S = 2.0  # ... or after this long at most (a steady stream of tool calls)
-CAPTURE_EVENTS = ("PostToolUse", "PostToolUseFailure", "Stop", "SubagentStop", "SessionEnd", "PreCompact")
 
 
 def _close_all(stores: list[Any]) -> None:
@@ -98,7 +94,8 @@ class Daemon:
         self.worker_state: dict[str, Any] = {"processed": 0, "last_error": None, "busy": False}
         self.warming = False  # loading the model for the worker: work under way, like a busy worker
         self.embed_worker: Worker | None = None
-        self.hooks_run = dict.fromkeys(WARM_EVENTS + CAPTURE_EVENTS, 0)  # hooks run here (daemon.warm)
+        # Hooks run here (daemon.warm): those Claude Code waits for while it waits, the capture-only ones queued.
+        self.hooks_run = dict.fromkeys(warm.EVENTS + warm.CAPTURE_EVENTS, 0)
         self.inbox = Inbox(self._store_delivery, self.touch, self._yield)
         self.last_hook = 0.0  # when the last hook came in (monotonic): the inbox waits for a quiet moment
 
@@ -273,32 +270,30 @@ class Daemon:
         is this daemon's ``/api/inject``, called in place); the store is closed after the answer is sent
         (closing the last connection to a WAL database checkpoints it). Capture-only hooks: queued (``_accept``)."""
         from memlane import hooks
-        from memlane.daemon import warm as warm_client
 
         self.touch()
         self.last_hook = time.monotonic()
         event = request.path_params["event"]
-        if event not in WARM_EVENTS + CAPTURE_EVENTS:
+        if event not in self.hooks_run:
             return JSONResponse({"error": f"{event} is not a hook the daemon runs"}, status_code=404)
         raw = await request.body()
         try:
             cwd = bytes.fromhex(request.headers.get("x-hook-cwd", "")).decode("utf-8") or None
         except ValueError:
             return JSONResponse({"error": "x-hook-cwd must be the hex of a UTF-8 path"}, status_code=400)
-        if request.headers.get("x-hook-env", "") != warm_client.environment().encode("utf-8", "surrogateescape").hex():
+        if request.headers.get("x-hook-env", "") != warm.environment().encode("utf-8", "surrogateescape").hex():
             # A setting the hook's environment gives (MEMLANE_*) that this daemon's does not: the hook runs itself.
             return JSONResponse(
                 {"error": "the hook's MEMLANE_* environment differs from the daemon's"}, status_code=409
             )
-        if event in CAPTURE_EVENTS:
+        if event in warm.CAPTURE_EVENTS:
             return await self._accept(event, raw, cwd, request.headers.get("x-hook-delivered"))
-        warm = hooks.Warm(cwd, self._inject_warm)
         opened: list[Any] = []
         try:
             from starlette.concurrency import run_in_threadpool
 
             with self.gate.request():
-                out = await run_in_threadpool(self._run_hook, event, raw, warm, opened)
+                out = await run_in_threadpool(self._run_hook, event, raw, hooks.Warm(cwd, self._inject_warm), opened)
         finally:
             self.touch()
         return PlainTextResponse(out, background=BackgroundTask(_close_all, opened))
@@ -336,9 +331,9 @@ class Daemon:
         from memlane import hooks
 
         hooks.respond([delivery.event], delivery.raw, delivery.delivered, hooks.Warm(delivery.cwd, self._inject_warm))
-        self.hooks_run[delivery.event] = self.hooks_run.get(delivery.event, 0) + 1
+        self.hooks_run[delivery.event] += 1
 
-    def _run_hook(self, event: str, raw: bytes, warm: Any, opened: list[Any]) -> str:
+    def _run_hook(self, event: str, raw: bytes, host: Any, opened: list[Any]) -> str:
         from memlane import hooks
 
         if event == "UserPromptSubmit":
@@ -350,7 +345,7 @@ class Daemon:
                     self._prepare(payload)
             except (ValueError, MemlaneError, sqlite3.Error, OSError):
                 pass  # the hook reports a bad payload or store itself
-        out = str(hooks.respond([event], raw, None, warm, opened))
+        out = str(hooks.respond([event], raw, None, host, opened))
         self.hooks_run[event] += 1
         return out
 
