@@ -43,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from memlane import __file__ as MEMLANE_INIT
@@ -152,14 +153,19 @@ exit $rc
 """
 
 
+def with_commands(settings: dict, command: Callable[[str, str], str]) -> None:  # type: ignore[type-arg]
+    """Replace every registered hook's command by ``command(event, old command)`` (same events, timeouts, flags)."""
+    for event, groups in settings["hooks"].items():
+        for group in groups:
+            for hook in group["hooks"]:
+                hook["command"] = command(event, hook["command"])
+
+
 def wrap_hooks(settings: dict, script: Path, log: Path) -> None:  # type: ignore[type-arg]
     """Put every hook command of ``settings`` behind the timing shell (a hook Claude Code kills logs nothing)."""
     script.write_text(TRACE_SH, encoding="utf-8")
     script.chmod(0o755)
-    for event, groups in settings["hooks"].items():
-        for group in groups:
-            for hook in group["hooks"]:
-                hook["command"] = f"{script} {log} {event} {hook['command']}"
+    with_commands(settings, lambda event, command: f"{script} {log} {event} {command}")
 
 
 def print_trace(log: Path, windows: list[tuple[float, float]]) -> None:
@@ -245,19 +251,13 @@ def main() -> int:
     settings_path = mem / ".claude" / "settings.json"
     settings = json.loads(settings_path.read_text(encoding="utf-8"))
     if args.hook_command:
-        for groups in settings["hooks"].values():
-            for group in groups:
-                for hook in group["hooks"]:
-                    hook["command"] = args.hook_command
+        with_commands(settings, lambda event, command: args.hook_command)
         settings_path.write_text(json.dumps(settings, indent=2), encoding="utf-8")
     hook_cmd = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
     if args.floor:
         git_init(floor)
         floored = json.loads(json.dumps(settings))
-        for groups in floored["hooks"].values():
-            for group in groups:
-                for hook in group["hooks"]:
-                    hook["command"] = f"{shlex.quote(sys.executable)} -c pass"
+        with_commands(floored, lambda event, command: f"{shlex.quote(sys.executable)} -c pass")
         (floor / ".claude").mkdir()
         (floor / ".claude" / "settings.json").write_text(json.dumps(floored, indent=2), encoding="utf-8")
     trace_log = root / "trace.log"
