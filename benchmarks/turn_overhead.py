@@ -403,6 +403,7 @@ def main() -> int:
     if args.daemon:
         health = daemon_info.get("health") or {}
         print(f"daemon at the end: model {health.get('model')}, worker {json.dumps(health.get('worker'))[:200]}")
+        print(f"time inside the daemon, median ms: {json.dumps(health.get('hook_ms_p50'))}")
     missing = {k: v for k, v in expected.items() if counts.get(k, 0) < v}
     if failures:
         valid = False

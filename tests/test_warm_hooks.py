@@ -75,7 +75,9 @@ def test_the_daemon_answers_both_hooks_and_stores_once(remembered: Path, daemon)
     answered = launch("UserPromptSubmit", ask, remembered)
     assert hooks_run()["SessionStart"] == hooks_run()["UserPromptSubmit"] == 1
     status = subprocess.run([sys.executable, "-m", "memlane", "daemon", "status"], capture_output=True, text=True)
-    assert "ran 2 hook(s)" in status.stdout, status.stdout
+    assert "ran 2 hook(s) (median SessionStart " in status.stdout, status.stdout
+    times = client.call("/api/health", None, 10_000, method="GET")["hook_ms_p50"]  # type: ignore[index]
+    assert set(times) == {"SessionStart", "UserPromptSubmit"} and all(ms > 0 for ms in times.values())
     assert json.loads(started)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     context = json.loads(answered)["hookSpecificOutput"]["additionalContext"]
     assert "pool_size to 40" in context

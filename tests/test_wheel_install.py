@@ -25,6 +25,7 @@ from pathlib import Path
 import pytest
 
 from conftest import PAYLOADS
+from memlane import relay
 
 REPO = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.slow
@@ -112,7 +113,10 @@ def test_built_wheel_installs_and_works(tmp_path: Path) -> None:
     settings = json.loads((home / ".claude" / "settings.json").read_text())
     command = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
     launcher = Path(where).parent / "hook_launcher.py"
-    assert command == f"{bin_dir / 'python'} -I -S {launcher} UserPromptSubmit"  # no site: memlane from the launcher
+    python_hook = f"{bin_dir / 'python'} -I -S {launcher} UserPromptSubmit"  # no site: memlane from the launcher
+    # The C relay, built from the source the wheel carries, in front of it wherever a compiler is at hand.
+    relays = sorted((Path(where).parent / "_relay").glob("hook-relay-*"))
+    assert command == (f"{relays[0]} {python_hook}" if relay.compiler() else python_hook)
     assert "Installed memlane hooks" in out
 
     # A hook exactly as Claude Code runs it: the registered command through a shell, the payload on stdin.

@@ -24,6 +24,7 @@ from memlane.plugin import guard
 Scope = Literal["user", "project", "local"]
 MARK = guard.MARK
 LAUNCHER = "hook_launcher.py"
+RELAY_PREFIX = "hook-relay-"  # memlane.relay's binaries
 # Hooks that return context must be synchronous; capture-only hooks run async so Claude never waits —
 # except Stop: `claude -p` exits right after the turn ends and kills async hooks still running, which
 # lost every final answer in our end-to-end runs. Stop costs ~15 ms after the answer is shown, and stores
@@ -70,11 +71,16 @@ def memlane_executable() -> str:
 
 def hook_command() -> str:
     """The command Claude Code runs, the event appended: this interpreter with ``-I -S`` on memlane's hook
-    launcher file (``memlane.hook_launcher``: no ``site``, capture finished in a detached child). Where the
-    package is not a folder of files (a zip), ``memlane hook`` through the console script."""
+    launcher file (``memlane.hook_launcher``: no ``site``, capture finished in a detached child), behind the
+    C hook relay where one could be built (``memlane.relay``: with the daemon up, no Python starts at all).
+    Where the package is not a folder of files (a zip), ``memlane hook`` through the console script."""
     launcher = Path(__file__).resolve().with_name(LAUNCHER)
     if launcher.is_file() and sys.executable:
-        return f"{shlex.quote(sys.executable)} -I -S {shlex.quote(str(launcher))}"
+        python = f"{shlex.quote(sys.executable)} -I -S {shlex.quote(str(launcher))}"
+        from memlane import relay
+
+        built = relay.path()
+        return f"{shlex.quote(str(built))} {python}" if built else python
     return f"{memlane_executable()} hook"
 
 
@@ -103,6 +109,8 @@ def program_exists(command: str) -> bool:
     if not words:
         return False
     found = os.access(words[0], os.X_OK) or words[0] == "memlane"  # a bare name: PATH's, when Claude Code runs it
+    if found and os.path.basename(words[0]).startswith(RELAY_PREFIX):  # the relay runs the Python hook after it
+        found = len(words) > 1 and os.access(words[1], os.X_OK)
     files = [w for w in words[1:] if w.endswith(LAUNCHER)]
     return found and all(os.path.isfile(f) for f in files)
 

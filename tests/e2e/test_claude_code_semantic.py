@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from e2e.conftest import free_port, wait_for
+from memlane import relay
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -68,6 +69,10 @@ def test_later_session_gets_earlier_memory_by_meaning(
         assert proc.returncode == 0, proc.stderr[-2000:]
 
     assert memlane("install").returncode == 0
+    settings = json.loads((Path(env["HOME"]) / ".claude" / "settings.json").read_text())
+    registered = settings["hooks"]["UserPromptSubmit"][0]["hooks"][0]["command"]
+    # Where a C compiler is at hand the hooks go through the C relay (memlane.relay): no Python per hook.
+    assert ("/hook-relay-" in registered.split()[0]) == (relay.compiler() is not None), registered
     try:
         claude("The DB connection pool times out under load, please fix it (marker zebrafinch)")
 

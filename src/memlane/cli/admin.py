@@ -217,6 +217,7 @@ def _checks(root: Path) -> list[Check]:
                     f"memlane install --scope {scope}",
                 )
             )
+            out.extend(_relay_check(registered, scope))
         if len(where) > 1:
             out.append(
                 Check(
@@ -232,6 +233,28 @@ def _checks(root: Path) -> list[Check]:
     out.extend(_setup_checks(root))
     out.append(_spool_check())
     return out
+
+
+def _relay_check(registered: str, scope: str) -> list[Check]:
+    """Hooks registered without the C relay start Python for every event: say why, and how to get it."""
+    from memlane import relay
+
+    words = registered.split()
+    if not relay.wanted() or not words or "hook_launcher" not in registered:
+        return []  # turned off, or a plugin/console-script command this check does not judge
+    if os.path.basename(words[0].strip("'\"")).startswith(inst.RELAY_PREFIX):
+        detail = "C relay in front of the Python hook (no Python while the daemon is up)"
+        return [Check(f"hook relay ({scope})", True, detail)]
+    why = "no C compiler was found" if relay.compiler() is None else "they were installed without it"
+    return [
+        Check(
+            f"hook relay ({scope})",
+            False,
+            f"every hook starts Python (~6 ms more each, several a turn): {why}",
+            f"install a C compiler (e.g. `apt install gcc`), then `memlane install --scope {scope}`",
+            warn=True,
+        )
+    ]
 
 
 def _setup_checks(root: Path) -> list[Check]:

@@ -58,8 +58,13 @@ def status(as_json: bool) -> None:
             f"daemon: running, pid {info['pid']}, http://127.0.0.1:{info['port']}, "
             f"model {health.get('model') or health.get('model_error') or 'loading'}, "
             f"embedded {((health.get('worker') or {}).get('processed', 0))} event(s) since start, "
-            f"ran {sum((health.get('hooks') or {}).values())} hook(s)"
+            f"ran {sum((health.get('hooks') or {}).values())} hook(s)" + _hook_times(health.get("hook_ms_p50") or {})
         )
+
+
+def _hook_times(p50: dict[str, float]) -> str:
+    """The median time the daemon took for the hooks Claude Code waits for, e.g. " (UserPromptSubmit 14.2 ms)"."""
+    return f" (median {', '.join(f'{event} {ms} ms' for event, ms in p50.items())})" if p50 else ""
 
 
 @daemon_group.command("start")

@@ -16,9 +16,11 @@ import os
 import signal
 import socket
 import sqlite3
+import statistics
 import sys
 import threading
 import time
+from collections import deque
 from typing import Any
 
 import uvicorn
@@ -40,6 +42,7 @@ from memlane.memory import Memory
 from memlane.retrieval.engine import Engine
 
 SWITCH_INTERVAL_S = 0.001
+HOOK_TIMES_KEPT = 200  # per event, for the median in /api/health
 INBOX_SETTLE_S = 0.25  # a handed-over delivery is stored once no hook has come for this long ...
 INBOX_MOST_WAIT_S = 2.0  # ... or after this long at most (a steady stream of tool calls)
 
@@ -96,6 +99,8 @@ class Daemon:
         self.embed_worker: Worker | None = None
         # Hooks run here (daemon.warm): those Claude Code waits for while it waits, the capture-only ones queued.
         self.hooks_run = dict.fromkeys(warm.EVENTS + warm.CAPTURE_EVENTS, 0)
+        # How long the hooks Claude Code waits for took here (ms, the last ``HOOK_TIMES_KEPT`` of each): health.
+        self.hook_ms: dict[str, deque[float]] = {e: deque(maxlen=HOOK_TIMES_KEPT) for e in warm.EVENTS}
         self.inbox = Inbox(self._store_delivery, self.touch, self._yield)
         self.last_hook = 0.0  # when the last hook came in (monotonic): the inbox waits for a quiet moment
 
@@ -132,6 +137,7 @@ class Daemon:
                 "prepared": self.engine.prepared,
                 "hooks": self.hooks_run,
                 "hooks_queued": self.inbox.pending,
+                "hook_ms_p50": {e: round(statistics.median(t), 1) for e, t in self.hook_ms.items() if t},
             }
         )
 
@@ -289,6 +295,7 @@ class Daemon:
         if event in warm.CAPTURE_EVENTS:
             return await self._accept(event, raw, cwd, request.headers.get("x-hook-delivered"))
         opened: list[Any] = []
+        began = time.perf_counter()
         try:
             from starlette.concurrency import run_in_threadpool
 
@@ -296,6 +303,7 @@ class Daemon:
                 out = await run_in_threadpool(self._run_hook, event, raw, hooks.Warm(cwd, self._inject_warm), opened)
         finally:
             self.touch()
+        self.hook_ms[event].append((time.perf_counter() - began) * 1000)
         return PlainTextResponse(out, background=BackgroundTask(_close_all, opened))
 
     async def _accept(self, event: str, raw: bytes, cwd: str | None, delivered: str | None) -> Response:
