@@ -170,6 +170,13 @@ def _m7_term_counts(db: sqlite3.Connection) -> None:
     )
 
 
+# Bookkeeping events: session start/end markers say when and where ("Session started in /path"), not what
+# happened. They stay in the events table (timeline, session listing) but out of everything retrieval
+# measures or returns: the full-text indexes (schema 8) and the vectors (schema 9).
+# Changing the list needs a migration (the triggers and stored jobs follow it); shipped migrations keep
+# the literal they ran with.
+UNSEARCHED_TYPES = ("session_start", "session_end")
+UNSEARCHED_SQL = "(" + ", ".join(f"'{t}'" for t in UNSEARCHED_TYPES) + ")"  # for queries, not migrations
 _UNSEARCHED = "('session_start', 'session_end')"
 
 
@@ -205,9 +212,23 @@ def _m8_fts_without_boundaries(db: sqlite3.Connection) -> None:
     db.execute("DELETE FROM term_counts")  # document counts without them are lower
 
 
+def _m9_markers_without_vectors(db: sqlite3.Connection) -> None:
+    """Session markers lose their vectors too. Stores before this embedded them, and a marker's vector is
+    mostly its folder path: the markers were among every query's nearest neighbours, moved the median
+    cosine that the stand-out feature subtracts, and took candidate places, so rankings depended on the
+    folder a store was built in (coding replay: a cache folder named ".../gate2-cache" flipped one
+    prompt). Their embedding jobs go back to pending: the worker, the only writer of vectors, drops a
+    marker's vectors and its job instead of embedding it."""
+    db.execute(
+        "UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = NULL, error = NULL"
+        f" WHERE event_id IN (SELECT id FROM events WHERE type IN {_UNSEARCHED})"
+    )
+
+
 def indexed(event_type: str) -> bool:
-    """Whether events of this type are in the full-text indexes (the triggers' condition)."""
-    return event_type not in ("session_start", "session_end")
+    """Whether events of this type are searchable: in the full-text indexes (the triggers' condition) and
+    given vectors."""
+    return event_type not in UNSEARCHED_TYPES
 
 
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
@@ -219,6 +240,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (6, "outbox_claimant", _m6_outbox_claimant),
     (7, "term_counts", _m7_term_counts),
     (8, "fts_without_boundaries", _m8_fts_without_boundaries),
+    (9, "markers_without_vectors", _m9_markers_without_vectors),
 ]
 
 LATEST = MIGRATIONS[-1][0]
