@@ -93,7 +93,7 @@ class EventStore(StoreConnection):
                 json.dumps(event.metadata, ensure_ascii=False),
             ),
         )
-        if schema.indexed(event.type):  # session markers get no vectors (schema 9)
+        if schema.indexed(event.type, event.content):  # bookkeeping gets no vectors (schema 9)
             now = keys.now_iso()
             db.execute(
                 "INSERT INTO outbox (event_id, status, created_at, updated_at) VALUES (?, 'pending', ?, ?)",
@@ -183,8 +183,8 @@ class EventStore(StoreConnection):
         return {str(r[0]) for r in rows if r[0] in wanted}
 
     def embeddable_event_ids(self) -> set[str]:
-        """Ids of the events that get vectors (session start/end markers do not)."""
-        return {r[0] for r in self.db.execute(f"SELECT id FROM events WHERE type NOT IN {schema.UNSEARCHED_SQL}")}
+        """Ids of the events that get vectors (bookkeeping, like session start/end markers, does not)."""
+        return {r[0] for r in self.db.execute(f"SELECT id FROM events WHERE NOT {schema.bookkeeping_sql()}")}
 
     def get(self, ref: str) -> Event | None:
         """An event by id, unique id prefix (≥ 8 chars) or citation (``mem:abc123``)."""

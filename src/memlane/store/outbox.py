@@ -149,7 +149,7 @@ class OutboxStore(StoreConnection):
         with self.write() as db:
             db.execute(
                 "INSERT OR IGNORE INTO outbox (event_id, status, created_at, updated_at) "
-                f"SELECT id, 'pending', ?, ? FROM events WHERE type NOT IN {schema.UNSEARCHED_SQL}",
+                f"SELECT id, 'pending', ?, ? FROM events WHERE NOT {schema.bookkeeping_sql()}",
                 (now, now),
             )
             return db.execute(f"UPDATE outbox SET {_RESET}").rowcount

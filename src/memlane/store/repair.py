@@ -177,16 +177,16 @@ def _rebuild(scratch: str, target: str, project_id: str, report: RepairReport) -
             cur = db.execute(
                 "INSERT INTO outbox (event_id, status, created_at, updated_at)"
                 " SELECT id, 'pending', ?, ? FROM events WHERE id NOT IN (SELECT event_id FROM outbox)"
-                f" AND type NOT IN {schema.UNSEARCHED_SQL}",
+                f" AND NOT {schema.bookkeeping_sql()}",
                 (now, now),
             )
             report.requeued = max(cur.rowcount, 0)
             _recount_sessions(db)
-            # Jobs that were claimed when the store broke belong to no one now; a session marker's job (a store
-            # from before schema 9) is pending again so the worker drops the marker's vectors, as migration 9 does.
+            # Jobs that were claimed when the store broke belong to no one now; a bookkeeping event's job (a
+            # store from before schema 9) is pending again so the worker drops its vectors, as migration 9 does.
             db.execute(
                 "UPDATE outbox SET status = 'pending' WHERE status NOT IN ('pending', 'done', 'failed')"
-                f" OR event_id IN (SELECT id FROM events WHERE type IN {schema.UNSEARCHED_SQL})"
+                f" OR event_id IN (SELECT id FROM events WHERE {schema.bookkeeping_sql()})"
             )
         db.execute("DETACH DATABASE salvage")
         report.integrity = str(db.execute("PRAGMA integrity_check").fetchone()[0])

@@ -118,8 +118,8 @@ def _claim(memory: Memory, size: int) -> list[str]:
 
 def _embed_batch(memory: Memory, index: VectorIndex, embedder: Any, ids: list[str]) -> int:
     events = memory.store.by_ids(ids)
-    _drop_unsearched(memory, index, [e.id for e in events if not indexed(e.type)])
-    events = [e for e in events if indexed(e.type)]
+    _drop_unsearched(memory, index, [e.id for e in events if not indexed(e.type, e.content)])
+    events = [e for e in events if indexed(e.type, e.content)]
     pieces: list[tuple[Any, int, str]] = []
     for event in events:
         for n, chunk in enumerate(passages(event.type, event.content, embedder)):
@@ -136,8 +136,8 @@ def _embed_batch(memory: Memory, index: VectorIndex, embedder: Any, ids: list[st
 
 
 def _drop_unsearched(memory: Memory, index: VectorIndex, ids: list[str]) -> None:
-    """Session markers get no vectors; a job for one is from a store before schema 9, which embedded them:
-    drop what it has in the index (then the job) instead of embedding it."""
+    """Bookkeeping (session markers, PreCompact's line) gets no vectors; a job for one is from a store before
+    schema 9, which embedded them: drop what it has in the index (then the job) instead of embedding it."""
     if ids:
         index.delete(ids)
         memory.store.outbox_drop(ids)
