@@ -121,7 +121,8 @@ def test_projects_json_sizes_are_numbers(captured: Path) -> None:
 def test_search_warns_when_events_are_not_embedded(captured: Path) -> None:
     result = CliRunner().invoke(cli, ["-C", str(captured), "search", "pool", "--json"])
     assert result.exit_code == 0
-    assert "3 event(s) not embedded yet; results for them are full-text only" in result.stderr
+    # the prompt and the tool call; the session-start marker is never embedded
+    assert "2 event(s) not embedded yet; results for them are full-text only" in result.stderr
     json.loads(result.stdout)  # the warning stays out of the JSON
     quiet = CliRunner().invoke(cli, ["-C", str(captured), "search", "pool", "--text-only"])
     assert quiet.stderr == ""

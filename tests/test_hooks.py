@@ -238,6 +238,11 @@ def test_pre_compact_and_compact_summary(hook: Hook, proj: Path, tmp_path: Path)
     comp = events(proj, "compaction")
     assert [e.metadata.get("kind") for e in comp] == ["marker", "summary"]
     assert "keep tests" in comp[0].content and "ocelot" in comp[1].content
+    # PreCompact's own line is bookkeeping, like the session markers: kept, but neither searched nor embedded.
+    with open_store(proj) as s:
+        assert [e.id for e, _ in s.fts("compaction tests pool ocelot")] == [comp[1].id]
+        assert {r[0] for r in s.db.execute("SELECT event_id FROM outbox")} == s.embeddable_event_ids()
+        assert comp[1].id in s.embeddable_event_ids() and comp[0].id not in s.embeddable_event_ids()
 
 
 def test_private_and_secrets_never_reach_disk(hook: Hook, proj: Path) -> None:

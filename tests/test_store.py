@@ -47,6 +47,45 @@ def test_upgrade_from_v1_backfills_citations(tmp_path: Path) -> None:
     store.close()
 
 
+def test_bookkeeping_leaves_search_on_upgrade_to_schema_9(tmp_path: Path) -> None:
+    """A store from schema 8 had PreCompact's line in its full-text indexes and an embedding job (done: the
+    worker embedded it) for every event; after the upgrade the bookkeeping is out of the indexes and its
+    jobs are pending, so the worker drops its vectors (tests/test_markers.py runs that part)."""
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path, isolation_level=None)
+    schema.migrate(db, target=8)
+    rows = [
+        ("session_start", "Session started (startup) in /home/dev/src/shop"),
+        ("compaction", "Context compaction (auto)"),
+        ("compaction", "This session is being continued: the checkout pool was raised to 20 after the compaction."),
+        ("user_prompt", "why does the checkout pool time out"),
+        ("session_end", "Session ended (other)"),
+    ]
+    for i, (kind, text) in enumerate(rows):
+        db.execute(
+            "INSERT INTO events (id, type, session_id, project_id, ts, content, canonical_key, dedupe_key)"
+            " VALUES (?, ?, 's', 'p', '2026-01-01T00:00:00.000Z', ?, '', ?)",
+            (f"{i:032x}", kind, text, f"k{i}"),
+        )
+        db.execute(
+            "INSERT INTO outbox (event_id, status, created_at, updated_at) VALUES (?, 'done', '', '')", (f"{i:032x}",)
+        )
+    assert db.execute("SELECT COUNT(*) FROM events_fts_docsize").fetchone()[0] == 3
+    db.close()
+    store = Store(path, "p")
+    assert store.index_stats()[0] == 2
+    assert [e.content[:4] for e, _ in store.fts("context compaction auto")] == ["This"]
+    jobs = dict(store.db.execute("SELECT event_id, status FROM outbox").fetchall())
+    assert [jobs[f"{i:032x}"] for i in range(len(rows))] == ["pending", "pending", "done", "done", "pending"]
+    assert store.embeddable_event_ids() == {f"{2:032x}", f"{3:032x}"}
+    store.append([ev("Context compaction (manual): keep tests", type_="compaction", session="s2")])
+    assert store.index_stats()[0] == 2 and store.outbox_pending_count() == 3, "a new one is bookkeeping too"
+    store.forget(store.select_for_forget(session="s2"), "session", "s2")  # deleting it keeps the index sound
+    store.db.execute("INSERT INTO events_fts(events_fts) VALUES ('integrity-check')")
+    assert len(store.history(limit=10)) == len(rows)
+    store.close()
+
+
 def test_session_markers_stay_out_of_the_full_text_indexes_and_bm25_statistics(tmp_path: Path) -> None:
     """Retrieval never returns session start/end markers, so they must not weigh in BM25's N and average
     length either; a store from before (v7) loses them from its indexes on upgrade."""

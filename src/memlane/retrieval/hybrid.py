@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 from memlane.retrieval import scoring, when
 from memlane.store.db import STOPWORDS, Event, Store, parse_query, query_stopwords
 from memlane.store.keys import cjk_count
+from memlane.store.schema import UNSEARCHED_TYPES
 
 _pool: list[Any] = []
 
@@ -310,7 +311,7 @@ class Retriever:
                 if event is None:
                     continue
                 kind, ts, session_id = event.type, event.ts, event.session_id
-            if kind in ("session_start", "session_end"):
+            if kind in UNSEARCHED_TYPES:  # a vector row too old to carry its type
                 continue
             text, stop = lexical(events[event_id], terms, grams, weights, avg_length) if event_id in events else (0, 0)
             cosine = near[event_id].similarity if event_id in near else floor
@@ -413,7 +414,9 @@ class Retriever:
             log("retrieval", "warning", f"vector search failed, text only: {exc!r}")
             return {}
         skip = set(exclude_ids)
-        return {event_id: n for event_id, n in near.items() if event_id not in skip}
+        # A store from before schema 9 may still hold session markers' vectors until its worker drops them:
+        # they must not count among the neighbours (the median, the floor), where their folder path would.
+        return {e: n for e, n in near.items() if e not in skip and n.type not in UNSEARCHED_TYPES}
 
 
 def _passes(event: Event, filters: dict[str, Any]) -> bool:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import re
 
-from memlane.store import keys
+from memlane.store import keys, schema
 from memlane.store.connection import StoreConnection, db_size
 from memlane.store.records import EVENT_COLUMNS, AppendResult, Event, NewEvent, event_from_row
 
@@ -93,11 +93,12 @@ class EventStore(StoreConnection):
                 json.dumps(event.metadata, ensure_ascii=False),
             ),
         )
-        now = keys.now_iso()
-        db.execute(
-            "INSERT INTO outbox (event_id, status, created_at, updated_at) VALUES (?, 'pending', ?, ?)",
-            (event_id, now, now),
-        )
+        if schema.indexed(event.type, event.content):  # bookkeeping gets no vectors (schema 9)
+            now = keys.now_iso()
+            db.execute(
+                "INSERT INTO outbox (event_id, status, created_at, updated_at) VALUES (?, 'pending', ?, ?)",
+                (event_id, now, now),
+            )
         self._touch_session(db, event, ts)
         return event_id
 
@@ -182,10 +183,8 @@ class EventStore(StoreConnection):
         return {str(r[0]) for r in rows if r[0] in wanted}
 
     def embeddable_event_ids(self) -> set[str]:
-        """Ids of the events that get vectors (session start/end markers do not)."""
-        return {
-            r[0] for r in self.db.execute("SELECT id FROM events WHERE type NOT IN ('session_start', 'session_end')")
-        }
+        """Ids of the events that get vectors (bookkeeping, like session start/end markers, does not)."""
+        return {r[0] for r in self.db.execute(f"SELECT id FROM events WHERE NOT {schema.bookkeeping_sql()}")}
 
     def get(self, ref: str) -> Event | None:
         """An event by id, unique id prefix (≥ 8 chars) or citation (``mem:abc123``)."""

@@ -83,7 +83,7 @@ class ForgetStore(EventStore):
                 if row is None:
                     continue
                 seq, etype, session_id, old, old_cjk = row
-                searched = schema.indexed(etype)  # session markers are not in the full-text indexes
+                searched = schema.indexed(etype, old)  # bookkeeping is in neither the full-text indexes nor the vectors
                 if searched:
                     db.execute("INSERT INTO events_fts(events_fts, rowid, content) VALUES ('delete', ?, ?)", (seq, old))
                 if searched and old_cjk:
@@ -101,12 +101,13 @@ class ForgetStore(EventStore):
                     db.execute(
                         "UPDATE sessions SET summary = ? WHERE id = ? AND summary = ?", (content, session_id, old)
                     )
-                db.execute(
-                    "INSERT INTO outbox (event_id, status, created_at, updated_at) VALUES (?, 'pending', ?, ?)"
-                    " ON CONFLICT(event_id) DO UPDATE SET status = 'pending', attempts = 0,"
-                    " next_attempt_at = NULL, error = NULL, updated_at = excluded.updated_at",
-                    (event_id, now, now),
-                )
+                if searched:  # bookkeeping gets no vectors
+                    db.execute(
+                        "INSERT INTO outbox (event_id, status, created_at, updated_at) VALUES (?, 'pending', ?, ?)"
+                        " ON CONFLICT(event_id) DO UPDATE SET status = 'pending', attempts = 0,"
+                        " next_attempt_at = NULL, error = NULL, updated_at = excluded.updated_at",
+                        (event_id, now, now),
+                    )
             db.execute("DELETE FROM term_counts")  # the redacted words may be among them; recounted later
             ids = [u[0] for u in updates]
             db.execute(

@@ -7,7 +7,7 @@ retry, how many attempts); these methods are the transactions it needs, each one
 
 from __future__ import annotations
 
-from memlane.store import keys
+from memlane.store import keys, schema
 from memlane.store.connection import StoreConnection
 
 TYPE_CHECKING = False
@@ -136,13 +136,20 @@ class OutboxStore(StoreConnection):
                     (event_id, now, now),
                 )
 
+    def outbox_drop(self, event_ids: Sequence[str]) -> None:
+        """Remove jobs that owe nothing: their events get no vectors."""
+        with self.write() as db:
+            for start in range(0, len(event_ids), 500):  # SQLite binds at most 999 parameters per statement
+                chunk = list(event_ids[start : start + 500])
+                db.execute(f"DELETE FROM outbox WHERE event_id IN ({','.join('?' * len(chunk))})", chunk)
+
     def outbox_requeue_every_event(self) -> int:
-        """A job for every event (adding missing ones), all pending; how many jobs were reset."""
+        """A job for every searchable event (adding missing ones), all pending; how many jobs were reset."""
         now = keys.now_iso()
         with self.write() as db:
             db.execute(
                 "INSERT OR IGNORE INTO outbox (event_id, status, created_at, updated_at) "
-                "SELECT id, 'pending', ?, ? FROM events",
+                f"SELECT id, 'pending', ?, ? FROM events WHERE NOT {schema.bookkeeping_sql()}",
                 (now, now),
             )
             return db.execute(f"UPDATE outbox SET {_RESET}").rowcount

@@ -19,7 +19,7 @@ import subprocess
 import time
 from dataclasses import dataclass, field
 
-from memlane.store import keys
+from memlane.store import keys, schema
 from memlane.store.db import REPAIR_SUFFIX, Store, is_damage
 
 # Tables copied from the salvage, in order (events first: outbox rows reference them). Not the import
@@ -176,13 +176,18 @@ def _rebuild(scratch: str, target: str, project_id: str, report: RepairReport) -
             now = keys.now_iso()
             cur = db.execute(
                 "INSERT INTO outbox (event_id, status, created_at, updated_at)"
-                " SELECT id, 'pending', ?, ? FROM events WHERE id NOT IN (SELECT event_id FROM outbox)",
+                " SELECT id, 'pending', ?, ? FROM events WHERE id NOT IN (SELECT event_id FROM outbox)"
+                f" AND NOT {schema.bookkeeping_sql()}",
                 (now, now),
             )
             report.requeued = max(cur.rowcount, 0)
             _recount_sessions(db)
-            # Jobs that were claimed when the store broke belong to no one now.
-            db.execute("UPDATE outbox SET status = 'pending' WHERE status NOT IN ('pending', 'done', 'failed')")
+            # Jobs that were claimed when the store broke belong to no one now; a bookkeeping event's job (a
+            # store from before schema 9) is pending again so the worker drops its vectors, as migration 9 does.
+            db.execute(
+                "UPDATE outbox SET status = 'pending' WHERE status NOT IN ('pending', 'done', 'failed')"
+                f" OR event_id IN (SELECT id FROM events WHERE {schema.bookkeeping_sql()})"
+            )
         db.execute("DETACH DATABASE salvage")
         report.integrity = str(db.execute("PRAGMA integrity_check").fetchone()[0])
 

@@ -170,7 +170,29 @@ def _m7_term_counts(db: sqlite3.Connection) -> None:
     )
 
 
-_UNSEARCHED = "('session_start', 'session_end')"
+# Bookkeeping events say when and where, not what happened: session start/end markers ("Session started
+# (startup) in /path") and PreCompact's own line ("Context compaction (auto)"; the compaction summary
+# stored after it is content). They stay in the events table (history, timeline, session listing) but
+# out of everything retrieval measures or returns: the full-text indexes and the vectors.
+# Changing what counts needs a migration (the triggers and stored jobs follow it); shipped migrations keep
+# the literal they ran with.
+UNSEARCHED_TYPES = ("session_start", "session_end")
+COMPACTION_MARKER = "Context compaction ("  # capture/events.compaction writes it
+
+
+def indexed(event_type: str, content: str) -> bool:
+    """Whether an event is searchable: in the full-text indexes (the triggers' condition) and given vectors."""
+    if event_type in UNSEARCHED_TYPES:
+        return False
+    return not (event_type == "compaction" and content.startswith(COMPACTION_MARKER))
+
+
+def bookkeeping_sql(row: str = "") -> str:
+    """SQL that is true for a bookkeeping event; ``row`` is a trigger's ``new.`` / ``old.`` or a table alias."""
+    return _BOOKKEEPING.format(r=row)
+
+
+_UNSEARCHED = "('session_start', 'session_end')"  # schema 8's bookkeeping
 
 
 def _m8_fts_without_boundaries(db: sqlite3.Connection) -> None:
@@ -205,9 +227,50 @@ def _m8_fts_without_boundaries(db: sqlite3.Connection) -> None:
     db.execute("DELETE FROM term_counts")  # document counts without them are lower
 
 
-def indexed(event_type: str) -> bool:
-    """Whether events of this type are in the full-text indexes (the triggers' condition)."""
-    return event_type not in ("session_start", "session_end")
+def _m9_bookkeeping_out_of_search(db: sqlite3.Connection) -> None:
+    """Bookkeeping leaves the vectors, and PreCompact's line the full-text indexes too (session markers left
+    them in schema 8). A session marker's vector is mostly its folder path: the markers were among every
+    query's nearest neighbours, moved the median cosine that the stand-out feature subtracts and took
+    candidate places, so rankings depended on the folder a store was built in (coding replay: building it
+    under ".../gate2-cache" flipped one prompt). Their embedding jobs go back to pending: the worker, the
+    only writer of vectors, drops a bookkeeping event's vectors and its job instead of embedding it."""
+    old, new = _M9_BOOKKEEPING.format(r="old."), _M9_BOOKKEEPING.format(r="new.")
+    for name in ("events_ai", "events_ai_cjk", "events_ad", "events_ad_cjk"):
+        db.execute(f"DROP TRIGGER {name}")
+    _script(
+        db,
+        f"""
+        CREATE TRIGGER events_ai AFTER INSERT ON events WHEN NOT {new} BEGIN
+            INSERT INTO events_fts(rowid, content) VALUES (new.seq, new.content);
+        END;
+        CREATE TRIGGER events_ai_cjk AFTER INSERT ON events WHEN new.has_cjk AND NOT {new} BEGIN
+            INSERT INTO events_cjk(rowid, content) VALUES (new.seq, new.content);
+        END;
+        CREATE TRIGGER events_ad AFTER DELETE ON events WHEN NOT {old} BEGIN
+            INSERT INTO events_fts(events_fts, rowid, content) VALUES ('delete', old.seq, old.content);
+        END;
+        CREATE TRIGGER events_ad_cjk AFTER DELETE ON events WHEN old.has_cjk AND NOT {old} BEGIN
+            INSERT INTO events_cjk(events_cjk, rowid, content) VALUES ('delete', old.seq, old.content);
+        END;
+        """,
+    )
+    precompact = _M9_PRECOMPACT.format(r="")  # in the full-text indexes until now
+    rows = db.execute(f"SELECT seq, content, has_cjk FROM events WHERE {precompact}").fetchall()
+    for seq, content, cjk in rows:
+        db.execute("INSERT INTO events_fts(events_fts, rowid, content) VALUES ('delete', ?, ?)", (seq, content))
+        if cjk:
+            db.execute("INSERT INTO events_cjk(events_cjk, rowid, content) VALUES ('delete', ?, ?)", (seq, content))
+    if rows:
+        db.execute("DELETE FROM term_counts")  # document counts without them are lower
+    db.execute(
+        "UPDATE outbox SET status = 'pending', attempts = 0, next_attempt_at = NULL, error = NULL"
+        f" WHERE event_id IN (SELECT id FROM events WHERE {_M9_BOOKKEEPING.format(r='')})"
+    )
+
+
+_M9_PRECOMPACT = "({r}type = 'compaction' AND substr({r}content, 1, 20) = 'Context compaction (')"
+_M9_BOOKKEEPING = "({r}type IN ('session_start', 'session_end') OR " + _M9_PRECOMPACT + ")"
+_BOOKKEEPING = _M9_BOOKKEEPING  # what schema 9 installed; changing it is a new migration with its own literal
 
 
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
@@ -219,6 +282,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (6, "outbox_claimant", _m6_outbox_claimant),
     (7, "term_counts", _m7_term_counts),
     (8, "fts_without_boundaries", _m8_fts_without_boundaries),
+    (9, "bookkeeping_out_of_search", _m9_bookkeeping_out_of_search),
 ]
 
 LATEST = MIGRATIONS[-1][0]

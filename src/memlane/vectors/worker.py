@@ -24,6 +24,7 @@ from typing import Any
 from memlane import atomic, paths, proc
 from memlane.embed.passages import passages
 from memlane.store.keys import now_iso
+from memlane.store.schema import indexed
 from memlane.vectors.index import VectorIndex, other_tables
 
 TYPE_CHECKING = False
@@ -117,6 +118,8 @@ def _claim(memory: Memory, size: int) -> list[str]:
 
 def _embed_batch(memory: Memory, index: VectorIndex, embedder: Any, ids: list[str]) -> int:
     events = memory.store.by_ids(ids)
+    _drop_unsearched(memory, index, [e.id for e in events if not indexed(e.type, e.content)])
+    events = [e for e in events if indexed(e.type, e.content)]
     pieces: list[tuple[Any, int, str]] = []
     for event in events:
         for n, chunk in enumerate(passages(event.type, event.content, embedder)):
@@ -130,6 +133,14 @@ def _embed_batch(memory: Memory, index: VectorIndex, embedder: Any, ids: list[st
     )
     memory.store.outbox_complete(ids)
     return len(pieces)
+
+
+def _drop_unsearched(memory: Memory, index: VectorIndex, ids: list[str]) -> None:
+    """Bookkeeping (session markers, PreCompact's line) gets no vectors; a job for one is from a store before
+    schema 9, which embedded them: drop what it has in the index (then the job) instead of embedding it."""
+    if ids:
+        index.delete(ids)
+        memory.store.outbox_drop(ids)
 
 
 def _fail(memory: Memory, ids: list[str], error: str) -> tuple[int, int]:
