@@ -136,7 +136,8 @@ MEMLANE = [str(_SCRIPT)] if _SCRIPT.exists() else [sys.executable, "-m", "memlan
 
 
 def installed_command() -> list[str]:
-    """What ``memlane install`` registers with Claude Code (the ``-S`` launcher), without the event."""
+    """What ``memlane install`` registers with Claude Code (the C relay, when one could be built, in front of the
+    ``-I -S`` launcher), without the event."""
     import shlex
 
     from memlane import install
@@ -261,7 +262,12 @@ def with_daemon(cwd: Path, env: dict[str, str], runs: int, worker: bool = True, 
     p50 = statistics.median(times)
     floor = statistics.median(floors)
     state = "worker embedding a backlog" if worker else "no worker (--no-daemon-worker)"
-    how = "the installed -S launcher" if as_installed else "the memlane console script"
+    installed = " ".join(installed_command()[:1]) if as_installed else ""
+    how = (
+        ("the installed C relay + launcher" if "hook-relay-" in installed else "the installed -I -S launcher")
+        if as_installed
+        else "the memlane console script"
+    )
     print(f"\nUserPromptSubmit with the daemon up (hybrid retrieval, {state}; run as {how}), {runs} runs:")
     print(f"  p50 {p50:.1f} ms  p95 {pct(times, 0.95):.1f} ms  budget 150{'  OVER' if p50 > 150 else ''}")
     print(
@@ -283,7 +289,7 @@ def main() -> None:
     ap.add_argument(
         "--as-installed",
         action="store_true",
-        help="with --daemon: run the hook as `memlane install` registers it (the -S launcher), not `memlane hook`",
+        help="with --daemon: run the hook as `memlane install` registers it (the C relay when built, then the -I -S launcher), not `memlane hook`",
     )
     ap.add_argument(
         "--no-daemon-worker",

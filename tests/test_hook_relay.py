@@ -263,9 +263,14 @@ def test_doctor_says_whether_the_hooks_have_the_relay(proj: Path, binary: Path, 
     def doctor() -> str:
         return CliRunner().invoke(cli, ["-C", str(proj), "doctor"]).output
 
-    inst.install(settings)
+    def install(*flags: str) -> None:
+        assert CliRunner().invoke(cli, ["-C", str(proj), "install", "--scope", "project", *flags]).exit_code == 0
+
+    install()
     assert "hook relay (project)" in doctor() and "C relay in front of the Python hook" in doctor()
-    python_only = " ".join(shlex.split(inst.hook_command())[1:])
-    inst.install(settings, command=shlex.join(shlex.split(python_only)))
+    install("--no-relay")
+    assert next(iter(inst.installed_events(settings).values())).split()[1:3] == ["-I", "-S"]
     out = doctor()
-    assert "every hook starts Python" in out and "memlane install --scope project" in out
+    assert "every hook starts Python" in out and "installed with --no-relay" in out
+    install()
+    assert next(iter(inst.installed_events(settings).values())).startswith(str(binary))

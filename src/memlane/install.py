@@ -69,7 +69,7 @@ def memlane_executable() -> str:
     return shutil.which("memlane") or "memlane"
 
 
-def hook_command() -> str:
+def hook_command(relay: bool = True) -> str:
     """The command Claude Code runs, the event appended: this interpreter with ``-I -S`` on memlane's hook
     launcher file (``memlane.hook_launcher``: no ``site``, capture finished in a detached child), behind the
     C hook relay where one could be built (``memlane.relay``: with the daemon up, no Python starts at all).
@@ -77,9 +77,9 @@ def hook_command() -> str:
     launcher = Path(__file__).resolve().with_name(LAUNCHER)
     if launcher.is_file() and sys.executable:
         python = f"{shlex.quote(sys.executable)} -I -S {shlex.quote(str(launcher))}"
-        from memlane import relay
+        from memlane import relay as c_relay
 
-        built = relay.path()
+        built = c_relay.path() if relay else None
         return f"{shlex.quote(str(built))} {python}" if built else python
     return f"{memlane_executable()} hook"
 

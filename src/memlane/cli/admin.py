@@ -32,11 +32,16 @@ def _root(cwd: str | None) -> Path:
     "local: .claude/settings.local.json (you, this project).",
 )
 @click.option("--dry-run", is_flag=True, help="Show what would change, write nothing.")
+@click.option(
+    "--no-relay",
+    is_flag=True,
+    help="Register the Python hook alone, without the C hook relay (built when a C compiler is at hand).",
+)
 @click.pass_context
-def install(ctx: click.Context, scope: str, dry_run: bool) -> None:
+def install(ctx: click.Context, scope: str, dry_run: bool, no_relay: bool) -> None:
     """Register memlane's hooks with Claude Code (merged with your own hooks; backed up; idempotent)."""
     target = inst.settings_path(cast(inst.Scope, scope), _root(ctx.obj.cwd))
-    change = inst.install(target, dry_run=dry_run)
+    change = inst.install(target, command=inst.hook_command(relay=False) if no_relay else None, dry_run=dry_run)
     if not change.changed:
         click.echo(f"memlane hooks already installed in {target}")
         return
@@ -245,13 +250,17 @@ def _relay_check(registered: str, scope: str) -> list[Check]:
     if os.path.basename(words[0].strip("'\"")).startswith(inst.RELAY_PREFIX):
         detail = "C relay in front of the Python hook (no Python while the daemon is up)"
         return [Check(f"hook relay ({scope})", True, detail)]
-    why = "no C compiler was found" if relay.compiler() is None else "they were installed without it"
+    again = f"memlane install --scope {scope}"
+    if relay.compiler() is None:
+        why, fix = "no C compiler was found", f"install a C compiler (e.g. `apt install gcc`), then `{again}`"
+    else:
+        why, fix = "they were installed with --no-relay, or before the relay existed", again
     return [
         Check(
             f"hook relay ({scope})",
             False,
             f"every hook starts Python (~6 ms more each, several a turn): {why}",
-            f"install a C compiler (e.g. `apt install gcc`), then `memlane install --scope {scope}`",
+            fix,
             warn=True,
         )
     ]
