@@ -289,7 +289,7 @@ def main() -> None:
     ap.add_argument(
         "--as-installed",
         action="store_true",
-        help="with --daemon: run the hook as `memlane install` registers it (the C relay when built, then the -I -S launcher), not `memlane hook`",
+        help="with --daemon: run the hook as `memlane install` registers it (C relay + launcher), not `memlane hook`",
     )
     ap.add_argument(
         "--no-daemon-worker",
