@@ -742,3 +742,80 @@ def test_opening_vectors_met_by_a_search_are_the_stored_ones(mem: Memory, embedd
         assert np.allclose(read[event_id], embedder.embed_passages([mem.store.get(event_id).content])[0], atol=1e-5)
     searched.delete([ids[0]])
     assert ids[0] not in searched._firsts and ids[0] not in searched.first_vectors(ids)
+
+
+def _random_rows(rng: np.random.Generator, n: int, tag: str, dim: int = 16) -> list[dict[str, Any]]:
+    """Events with one to three chunks each: the best chunk per event is what a search reports."""
+    out = []
+    for i in range(n):
+        for chunk in range(1 + i % 3):
+            out.append(
+                {
+                    "event_id": f"{tag}{i}",
+                    "chunk": chunk,
+                    "type": "agent_response",
+                    "session_id": f"s{i % 4}",
+                    "ts": f"2026-11-{1 + i % 28:02d}",
+                    "vector": rng.standard_normal(dim),
+                }
+            )
+    return out
+
+
+def test_a_small_table_is_searched_in_memory_with_lancedbs_answer(memlane_home: Path) -> None:
+    """Exact search over the in-memory copy finds what LanceDB's flat search finds: same events, same order,
+    the same similarities, types, times and sessions."""
+    from memlane.config import VectorsConfig
+    from memlane.vectors import index as vindex
+
+    rng = np.random.default_rng(11)
+    index = VectorIndex("p-snap", "m1", 16, VectorsConfig())
+    index.upsert(_random_rows(rng, 120, "e"))
+    for _ in range(20):
+        query = rng.standard_normal(16)
+        fast = index.nearest(query, 10)
+        assert index._snapshot is not None  # answered from memory
+        slow = index.nearest(query, 10, where="chunk >= 0")  # a filter: LanceDB's own search
+        assert list(fast) == list(slow)
+        for event_id, n in fast.items():
+            assert n[1:] == slow[event_id][1:] and abs(n.similarity - slow[event_id].similarity) < 1e-5
+    assert index.count() <= vindex.SNAPSHOT_MAX_ROWS
+
+
+def test_the_in_memory_copy_follows_writes_from_another_handle(memlane_home: Path) -> None:
+    from memlane.config import VectorsConfig
+
+    rng = np.random.default_rng(12)
+    searcher = VectorIndex("p-follow", "m1", 16, VectorsConfig())
+    writer = VectorIndex("p-follow", "m1", 16, VectorsConfig())  # the worker's own handle
+    writer.upsert(_random_rows(rng, 30, "old"))
+    query = rng.standard_normal(16)
+    assert searcher.nearest(query, 5)
+    target = {
+        "event_id": "new-exact",
+        "chunk": 0,
+        "type": "user_prompt",
+        "session_id": "s9",
+        "ts": "t",
+        "vector": query * 3,
+    }
+    writer.upsert([target])
+    found = searcher.nearest(query, 5)
+    assert next(iter(found)) == "new-exact" and found["new-exact"].similarity > 0.999
+    writer.delete(["new-exact"])
+    assert "new-exact" not in searcher.nearest(query, 5)
+
+
+def test_a_table_past_the_in_memory_size_is_searched_by_lancedb(
+    memlane_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memlane.config import VectorsConfig
+    from memlane.vectors import index as vindex
+
+    rng = np.random.default_rng(13)
+    index = VectorIndex("p-large", "m1", 16, VectorsConfig())
+    index.upsert(_random_rows(rng, 40, "e"))
+    monkeypatch.setattr(vindex, "SNAPSHOT_MAX_ROWS", 10)
+    query = rng.standard_normal(16)
+    found = index.nearest(query, 5)
+    assert index._snapshot is None and len(found) == 5
