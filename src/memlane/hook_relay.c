@@ -35,6 +35,10 @@
 
 extern char **environ;
 
+#ifndef MSG_NOSIGNAL /* macOS: SIGPIPE is ignored instead (main) */
+#define MSG_NOSIGNAL 0
+#endif
+
 #define RELAY_VERSION "memlane-hook-relay 1"
 #define CONNECT_MS 100           /* warm.CONNECT_S */
 #define ANSWER_MS 2000           /* warm.ANSWER_S */
@@ -128,6 +132,7 @@ static void fall_back(const buf_t *payload) {
             close(fds[0]);
         }
     }
+    signal(SIGPIPE, SIG_DFL); /* as Claude Code started us */
     execv(fallback_argv[0], fallback_argv);
     fprintf(stderr, "memlane hook relay: cannot run %s: %s\n", fallback_argv[0], strerror(errno));
     _exit(0); /* fail open: Claude Code goes on */
@@ -344,6 +349,7 @@ int main(int argc, char **argv) {
         return 0;
     }
     fallback_argv = argv + 1;
+    signal(SIGPIPE, SIG_IGN); /* a daemon or reader gone mid-write is an error return, not a killed hook */
     const char *event = argv[argc - 1];
     int answered = in_list(event, ANSWERED);
     if (!answered && !in_list(event, HANDED)) fall_back(NULL);
