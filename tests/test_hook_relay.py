@@ -27,10 +27,11 @@ pytestmark = pytest.mark.skipif(relay.compiler() is None or os.name != "posix", 
 PROMPT = "why does the checkout pool time out when traffic is high?"
 
 
-@pytest.fixture(scope="module")
-def binary() -> Path:
+@pytest.fixture
+def binary(memlane_home: Path) -> Path:
     built = relay.path()
     assert built is not None, "the relay did not build"
+    assert built.parent == memlane_home / "bin"  # the registered copy outlives the package folder
     return built
 
 
@@ -83,12 +84,34 @@ def test_without_a_compiler_or_when_disabled_the_python_hook_is_registered(
 def test_a_binary_that_does_not_run_here_is_rebuilt(
     binary: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    first = tmp_path / "pkg" / "_relay" / relay.binary_name()
-    first.parent.mkdir(parents=True)
-    first.write_text("#!/bin/sh\necho something else\n")
-    first.chmod(0o755)
-    monkeypatch.setattr(relay, "candidates", lambda: [first])
-    assert relay.path() == first and relay.works(first)
+    registered, build = tmp_path / "home-bin" / relay.binary_name(), tmp_path / "pkg" / "_relay" / relay.binary_name()
+    for path in (registered, build):
+        path.parent.mkdir(parents=True)
+        path.write_text("#!/bin/sh\necho something else\n")
+        path.chmod(0o755)
+    monkeypatch.setattr(relay, "candidates", lambda: (registered, build))
+    assert relay.path() == registered and relay.works(registered) and relay.works(build)
+
+
+def test_the_registered_copy_survives_the_package_folder(binary: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An upgrade that replaces the package folder takes its build with it; the settings name the copy in
+    the data directory, which still runs."""
+    _, build = relay.candidates()
+    assert binary != build and relay.works(binary)
+    monkeypatch.setattr(relay, "candidates", lambda: (binary, build.with_name("gone")))
+    assert relay.path() == binary
+
+
+def test_a_package_folder_it_cannot_write_builds_in_the_data_directory(
+    memlane_home: Path, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Where ``_relay/`` cannot be made in the package (read-only; here a file stands in its way, which stops
+    root too), the relay is compiled straight into the data directory."""
+    blocked = tmp_path / "memlane"
+    blocked.write_text("not a folder")
+    registered = memlane_home / "bin" / "hook-relay-direct"
+    monkeypatch.setattr(relay, "candidates", lambda: (registered, blocked / "_relay" / "hook-relay-direct"))
+    assert relay.path() == registered and relay.works(registered)
 
 
 def test_the_daemon_answers_through_the_relay(hook, proj: Path, daemon, binary: Path) -> None:  # type: ignore[no-untyped-def]

@@ -115,7 +115,7 @@ def test_built_wheel_installs_and_works(tmp_path: Path) -> None:
     launcher = Path(where).parent / "hook_launcher.py"
     python_hook = f"{bin_dir / 'python'} -I -S {launcher} UserPromptSubmit"  # no site: memlane from the launcher
     # The C relay, built from the source the wheel carries, in front of it wherever a compiler is at hand.
-    relays = sorted((Path(where).parent / "_relay").glob("hook-relay-*"))
+    relays = sorted((tmp_path / "memlane-home" / "bin").glob("hook-relay-*"))  # the copy that outlives upgrades
     assert command == (f"{relays[0]} {python_hook}" if relay.compiler() else python_hook)
     assert "Installed memlane hooks" in out
 

@@ -9,8 +9,11 @@ payload on its stdin (``hook_relay.c`` says which cases). ``memlane install`` re
 otherwise: the relay only ever saves time, never changes what is stored.
 
 The binary is named for a hash of its source, so an upgrade builds a new one and an old settings file keeps
-running the binary it names. It is built next to the source when the package folder is writable (one build
-per installation) and in the data directory's ``bin/`` otherwise.
+running the binary it names. The registered copy lives in the data directory's ``bin/`` (``~/.memlane/bin``),
+which outlives the package: an upgrade or a reinstall that replaces the package folder must not leave Claude
+Code's settings naming a binary that is gone. It is compiled once per installation into the package's
+``_relay/`` (when that folder is writable) and copied from there, so a new data directory costs a copy, not a
+compile.
 """
 
 from __future__ import annotations
@@ -47,14 +50,17 @@ def binary_name() -> str:
     return f"hook-relay-{digest}"
 
 
-def candidates() -> list[Path]:
-    """Where the binary may live, first choice first: beside the source, then the data directory."""
+def candidates() -> tuple[Path, Path]:
+    """Where the binary lives: the registered copy in the data directory, and the build in the package."""
     name = binary_name()
-    return [SOURCE.parent / "_relay" / name, Path(paths.join("bin")) / name]
+    return Path(paths.join("bin")) / name, SOURCE.parent / "_relay" / name
 
 
 def works(binary: Path) -> bool:
-    """A built relay that runs on this machine (a copied-in binary from elsewhere would not)."""
+    """A built relay that runs on this machine (a copied-in binary from elsewhere, or a folder mounted
+    ``noexec``, would not)."""
+    if not binary.is_file():
+        return False
     try:
         done = subprocess.run([str(binary), "--version"], capture_output=True, timeout=10, check=False)
     except (OSError, subprocess.SubprocessError):
@@ -63,19 +69,40 @@ def works(binary: Path) -> bool:
 
 
 def path() -> Path | None:
-    """The relay to register, built now if needed; None where it is disabled, or cannot be built or run."""
+    """The relay to register, built or copied now if needed; None where it is disabled, or cannot be built
+    or run."""
     if not wanted() or not SOURCE.is_file():
         return None
-    for binary in candidates():
-        if binary.is_file() and works(binary):
-            return binary
-    cc = compiler()
-    if cc is None:
-        return None
-    for binary in candidates():
-        if _build(cc, binary) and works(binary):
-            return binary
-    return None
+    registered, build = candidates()
+    if works(registered):
+        return registered
+    if not works(build):
+        cc = compiler()
+        if cc is None:
+            return None
+        if not (_build(cc, build) and works(build)):  # a read-only package folder: compile in place instead
+            return registered if _build(cc, registered) and works(registered) else None
+    return registered if _copy(build, registered) and works(registered) else build
+
+
+def _copy(source: Path, target: Path) -> bool:
+    """Copy into a temporary file beside ``target`` and rename: a half-written binary is never run."""
+    try:
+        target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=".copy-", dir=target.parent)
+        os.close(fd)
+    except OSError:
+        return False
+    try:
+        shutil.copyfile(source, tmp)
+        os.chmod(tmp, 0o755)
+        os.replace(tmp, target)
+        return True
+    except OSError:
+        return False
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
 
 
 def _build(cc: str, binary: Path) -> bool:
