@@ -488,7 +488,8 @@ def test_an_edit_that_removes_a_setting_retires_the_exchange_that_set_it(
     m = _pool_memory(proj, embedder if vectors else None)
     query = "What pool_size is the SQLAlchemy engine configured with?"
     engine = Engine(m.config)
-    hits = engine.search(m, query, limit=15) if vectors else Retriever(m.store, m.config).search(query, limit=15)
+    search = engine.retriever(m).search if vectors else Retriever(m.store, m.config).search
+    hits = search(query, limit=15, current_first=False)
     # Without the rule the old exchange is injected (it matches the query best) ...
     assert "setup" in {h.event.session_id for h in gate(hits, m.config.retrieval, 5)}
     # ... with it, only the session that holds the current value.
