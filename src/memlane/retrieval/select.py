@@ -1,7 +1,8 @@
 """What a prompt gets from the ranked hits: the gate, the adaptive count, and stale memories left out.
 
 Shared by every path that injects (the daemon, the hooks' full-text fallback, the benchmarks), so
-they cannot disagree. Stdlib only: the hooks import it.
+they cannot disagree; search orders stale memories by the same rule (``current_first``). Stdlib
+only: the hooks import it.
 """
 
 from __future__ import annotations
