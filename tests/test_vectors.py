@@ -488,7 +488,8 @@ def test_an_edit_that_removes_a_setting_retires_the_exchange_that_set_it(
     m = _pool_memory(proj, embedder if vectors else None)
     query = "What pool_size is the SQLAlchemy engine configured with?"
     engine = Engine(m.config)
-    hits = engine.search(m, query, limit=15) if vectors else Retriever(m.store, m.config).search(query, limit=15)
+    search = engine.retriever(m).search if vectors else Retriever(m.store, m.config).search
+    hits = search(query, limit=15, current_first=False)
     # Without the rule the old exchange is injected (it matches the query best) ...
     assert "setup" in {h.event.session_id for h in gate(hits, m.config.retrieval, 5)}
     # ... with it, only the session that holds the current value.
@@ -611,6 +612,73 @@ def test_the_answer_of_a_replacing_edit_takes_the_place_of_the_memory_it_retired
     promoted = next(h for h in found if h.event.id == swap_answer.event.id)
     assert promoted.score == pytest.approx(feed_best) and promoted.sources["replaces"] == pytest.approx(feed_best)
     m.close()
+
+
+@pytest.mark.parametrize("vectors", [True, False], ids=["hybrid", "full-text"])
+def test_search_ranks_the_current_setting_above_the_one_a_later_edit_replaced(
+    proj: Path, embedder: Any, vectors: bool
+) -> None:
+    """`memlane search` and MCP search: the session that holds today's value comes first; the old
+    exchange (which matches the question best) is still found, below it and marked superseded."""
+    m = _pool_memory(proj, embedder if vectors else None)
+    m.store.append([NewEvent("agent_response", "other", "The Stripe webhook secret lives in STRIPE_SECRET.", "7")])
+    if vectors:
+        process_outbox(m, embedder)
+    search = Engine(m.config).retriever(m).search if vectors else Retriever(m.store, m.config).search
+    query = "What pool_size is the SQLAlchemy engine configured with?"
+    before = search(query, limit=15, current_first=False)
+    assert before[0].event.session_id == "setup"  # what the scores alone say
+    hits = search(query, limit=15)
+    sessions = [h.event.session_id for h in hits]
+    assert sessions[0] == "load" and "setup" in sessions
+    first_setup = sessions.index("setup")
+    assert "load" not in sessions[first_setup:]  # every current memory before any superseded one
+    assert all(h.sources.get("superseded") == 1.0 for h in hits if h.event.session_id == "setup")
+    assert {h.confidence for h in hits if h.event.session_id == "setup"} == {"superseded"}
+    assert not any("superseded" in h.sources for h in hits if h.event.session_id != "setup")
+    assert {h.event.id: h.score for h in hits} == {h.event.id: h.score for h in before}  # order only
+    top = search(query, limit=3)
+    assert {h.event.session_id for h in top} == {"load"}  # the stale answer leaves a short list
+    m.close()
+
+
+def test_search_ranks_the_replacing_answer_first_and_leaves_unrelated_results_alone(proj: Path, embedder: Any) -> None:
+    """The answer of the exchange that swapped moment for date-fns moves to the place of the stale answer,
+    although it shares few of the question's words; a search the swap has nothing to do with is unchanged."""
+    m = Memory.open(proj)
+    m.store.append(
+        [
+            NewEvent(kind, sid, text, str(i), ts=f"2026-{at}:00.000Z")
+            for i, (sid, kind, text, at) in enumerate(LIBRARY_HISTORY)
+        ]
+    )
+    process_outbox(m, embedder)
+    search = Engine(m.config).retriever(m).search
+    query = "Which library formats the relative times in the order history page?"
+    before = search(query, limit=5, current_first=False)
+    assert before[0].event.session_id == "feed"
+    hits = search(query, limit=5)
+    assert (hits[0].event.session_id, hits[0].event.type) == ("swap", "agent_response")
+    assert "feed" not in {h.event.session_id for h in hits}  # three current memories and more were found
+    # A question about another subject: the same first answer, and the memories that neither are stale nor
+    # replaced something stale in the same order.
+    unrelated = "Why did users in Korea see in 9 hours on new entries?"
+    before, hits = search(unrelated, limit=8, current_first=False), search(unrelated, limit=8)
+    assert hits[0].event.id == before[0].event.id and hits[0].event.session_id == "tz"
+    untouched = [h.event.id for h in before if h.event.session_id not in ("feed", "swap")]
+    assert [h.event.id for h in hits if h.event.session_id not in ("feed", "swap")] == untouched
+    m.close()
+
+
+def test_search_without_superseded_memories_is_unchanged(mem: Memory, embedder: Any) -> None:
+    process_outbox(mem, embedder)
+    search = Engine(mem.config).retriever(mem).search
+    for query in ("connection pool timeout", "Okta SSO login", "payment webhook retries"):
+        hits, before = search(query, limit=3), search(query, limit=3, current_first=False)
+        assert [(h.event.id, h.score, h.confidence) for h in hits] == [
+            (h.event.id, h.score, h.confidence) for h in before
+        ]
+        assert not any("superseded" in h.sources for h in hits)
 
 
 def test_edit_fragments_of_claude_and_codex_edits() -> None:

@@ -69,7 +69,9 @@ def prompt_hits(store: Store, prompt: str, cfg: Config, exclude_ids: Sequence[st
     from memlane.retrieval.select import by_support, select_for_injection
 
     prompt = query_of(prompt)  # a pasted 19 MB log costs what its head and tail cost
-    hits = Retriever(store, cfg).search(prompt, limit=cfg.retrieval.candidates, exclude_ids=exclude_ids)
+    hits = Retriever(store, cfg).search(
+        prompt, limit=cfg.retrieval.candidates, exclude_ids=exclude_ids, current_first=False
+    )
     hits = by_support(hits, cfg.injection.max_results * 3)
     # no vectors: no similarity-based supersession
     return select_for_injection(hits, None, cfg, store)

@@ -34,7 +34,8 @@ probably worked out before (a past error and its fix, a design decision, where s
 
 Work in three steps, spending tokens only on what matters:
 1. mem-search: a compact index, one line per memory (citation like [mem:abc123], score, confidence,
-   time, one-line summary). Always start here; "high" confidence results are strong matches.
+   time, one-line summary). Always start here; "high" confidence results are strong matches, and
+   "superseded" ones were replaced by a later change (listed after the current ones).
 2. mem-timeline: the events just before and after one result in its session (the question that led to
    it, the fix that followed an error).
 3. mem-details: the full text of only the few citations you actually need (several at once).

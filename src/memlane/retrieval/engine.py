@@ -260,8 +260,14 @@ class Engine:
             from memlane.capture.inject import prompt_hits
 
             return prompt_hits(memory.store, prompt, cfg, exclude_ids or [])
+        # Not current_first: select_for_injection leaves superseded memories out by the same rule.
         hits = self.search(
-            memory, prompt, limit=cfg.retrieval.candidates, exclude_ids=exclude_ids or [], query_vector=prepared
+            memory,
+            prompt,
+            limit=cfg.retrieval.candidates,
+            exclude_ids=exclude_ids or [],
+            query_vector=prepared,
+            current_first=False,
         )
         hits = by_support(hits, cfg.injection.max_results * 3)
         cfg = fitted_config(cfg, self.embedder)  # the gate's similarity thresholds, as the search's weights
@@ -280,7 +286,7 @@ class Engine:
                 continue
             try:
                 with Memory.open(project_id=str(entry["id"]), cfg=self.cfg, create=None) as other:
-                    hits.extend(self.search(other, prompt, limit=limit))
+                    hits.extend(self.search(other, prompt, limit=limit, current_first=False))
             except Exception as exc:  # noqa: BLE001 - one broken store must not break injection
                 log("retrieval", "warning", f"cross-project search skipped {entry.get('id')}: {exc!r}")
         return hits

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from memlane.retrieval import scoring, when
+from memlane.retrieval import scoring, select, when
 from memlane.store.db import STOPWORDS, Event, Store, parse_query, query_stopwords
 from memlane.store.keys import cjk_count
 from memlane.store.schema import UNSEARCHED_TYPES
@@ -266,8 +266,14 @@ class Retriever:
         exclude_ids: Sequence[str] = (),
         query_vector: Any = None,
         now: datetime | None = None,
+        current_first: bool = True,
     ) -> list[Hit]:
-        """The best ``limit`` events for ``query``; ``now`` anchors phrases like "two weeks ago"."""
+        """The best ``limit`` events for ``query``; ``now`` anchors phrases like "two weeks ago".
+
+        With ``current_first``, a memory that a later edit proves stale ranks below the current ones and
+        is labelled "superseded" (``select.current_first``); injection turns it off, since it leaves
+        such memories out itself.
+        """
         rcfg = self.cfg.retrieval
         found = when.find(query, now or datetime.now(UTC))
         span, words = found if found else (None, query)
@@ -332,10 +338,14 @@ class Retriever:
         _recency(ranked, rcfg.recency_half_life_days)
         ranked.sort(key=lambda c: (c.ts, c.event.seq if c.event else 0), reverse=True)  # ties: newest first
         ranked.sort(key=lambda c: -_order(c, rcfg))
-        hits = self._resolve(ranked, limit, filters)
+        if current_first:  # over the head whose events _exchange_support has read anyway
+            head = self._resolve(ranked, max(limit, EXCHANGE_DEPTH), filters)
+            hits = select.current_first(head, self.store, limit)[:limit]
+        else:
+            hits = self._resolve(ranked, limit, filters)
         labels = scoring.classify([h.score for h in hits], rcfg, [h.event.session_id for h in hits])
         for hit, label in zip(hits, labels, strict=True):
-            hit.confidence = label
+            hit.confidence = "superseded" if "superseded" in hit.sources else label
         return hits
 
     def _exchange_support(self, ranked: list[_Candidate], weight: float, exclude: set[str]) -> list[_Candidate]:

@@ -1,7 +1,8 @@
 """What a prompt gets from the ranked hits: the gate, the adaptive count, and stale memories left out.
 
 Shared by every path that injects (the daemon, the hooks' full-text fallback, the benchmarks), so
-they cannot disagree. Stdlib only: the hooks import it.
+they cannot disagree; search orders stale memories by the same rule (``current_first``). Stdlib
+only: the hooks import it.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ def gate(hits: list[Hit], rcfg: Any, max_results: int) -> list[Hit]:
     ones (a further hit needs ``inject_relative`` of the best score), except that a chosen session
     without an answer among the chosen brings its best answer over the gate (``with_answers``).
     """
-    passed = [h for h in hits if h.confidence != "none" and h.score >= rcfg.inject_threshold]
+    passed = [h for h in hits if h.confidence not in ("none", "superseded") and h.score >= rcfg.inject_threshold]
     if not passed:
         return []
     best = max(h.score for h in passed)
@@ -196,31 +197,56 @@ _WORD = re.compile(r"[^\W_]+")
 
 
 def drop_replaced(hits: list[Hit], store: Any = None, edits: list[tuple[Event, set[str]]] | None = None) -> list[Hit]:
-    """Leave out memories that a later edit proves stale, with their whole exchange, and put the
-    exchange of the edit in their place (``promote_replacements``).
+    """Leave out memories that a later edit proves stale (``retirements``), with their whole exchange, and
+    put the exchange of the edit in their place (``promote_replacements``).
 
-    When an edit removes a setting, an identifier or an imported library (``pool_size=10``,
-    ``moment``) and does not put it back, an earlier memory quoting it describes code that no longer
-    exists; the prompt that asked for it and the rest of that exchange are history too, so they go
-    with it. Memories of the edit's own exchange stay (they are the change itself). The edits are
-    those among the hits, plus ``edits`` (from ``later_edits``). Runs before the gate, so the
-    adaptive count is measured against what is still current.
+    Runs before the gate, so the adaptive count is measured against what is still current.
+    """
+    retired_by, exchange = retirements(hits, store, edits)
+    if not retired_by:
+        return hits
+    kept = [h for h in hits if exchange[h.event.id] not in retired_by]
+    return promote_replacements(kept, [h for h in hits if exchange[h.event.id] in retired_by], retired_by, exchange)
+
+
+def retirements(
+    hits: list[Hit], store: Any = None, edits: list[tuple[Event, set[str]]] | None = None
+) -> tuple[dict[str, set[str]], dict[str, str]]:
+    """Which exchanges among ``hits`` a later edit proves stale: (retired exchange → the exchanges of
+    the edits that retired it, each hit's exchange).
+
+    This is memlane's one definition of "superseded", shared by injection (``drop_replaced``) and
+    search order (``current_first``). When an edit removes a setting, an identifier or an imported
+    library (``pool_size=10``, ``moment``) and does not put it back, an earlier memory quoting it
+    describes code that no longer exists; the prompt that asked for it and the rest of that exchange
+    are history too. Memories of the edit's own exchange stay (they are the change itself). The edits
+    are those among the hits, plus ``edits`` (from ``later_edits``).
     """
     edits = [(h.event, gone) for h in hits if (gone := removed_fragments(h.event))] + list(edits or [])
     if not edits:
-        return hits
+        return {}, {}
     exchange = _exchanges([h.event for h in hits] + [e for e, _ in edits], store)
-    retired_by: dict[str, set[str]] = {}  # retired exchange → the exchanges of the edits that retired it
+    retired_by: dict[str, set[str]] = {}
     for h in hits:
         quoted = fragments(h.event.content)
         for edit, gone in edits:
             later = h.event.ts < edit.ts and exchange[h.event.id] != exchange[edit.id]
             if later and quoted & gone:
                 retired_by.setdefault(exchange[h.event.id], set()).add(exchange[edit.id])
-    if not retired_by:
-        return hits
-    kept = [h for h in hits if exchange[h.event.id] not in retired_by]
-    return promote_replacements(kept, [h for h in hits if exchange[h.event.id] in retired_by], retired_by, exchange)
+    return retired_by, exchange
+
+
+def replacements(kept: list[Hit], replacing: set[str], exchange: dict[str, str]) -> dict[str, list[Hit]]:
+    """The hits that stand for each replacing exchange: its answers (agent responses, session summary),
+    or its best hit if it has none among ``kept`` (in order of preference); never the tool output
+    around an answer that is there, and never an event the search did not return."""
+    out: dict[str, list[Hit]] = {}
+    for ex in replacing:
+        members = [h for h in kept if exchange[h.event.id] == ex]
+        answers = [h for h in members if h.event.type in ANSWERS]
+        if answers or members:
+            out[ex] = answers or members[:1]
+    return out
 
 
 def promote_replacements(
@@ -232,19 +258,14 @@ def promote_replacements(
     made the edit answers it as it stands now, but usually shares fewer words with the prompt ("which
     library formats relative times?" names the old library's job, not the new one), so it sat under
     the gate or under the adaptive count while the stale answer led. What is raised is the exchange's
-    answers (its agent responses and session summary), or its best hit if it has none among the hits;
-    never an event the search did not return, and never the tool output around the answer.
+    ``replacements``.
     """
     best: dict[str, Hit] = {}  # replacing exchange → the best retired hit it replaces
     for h in retired:
         for ex in retired_by[exchange[h.event.id]]:
             if ex not in best or h.score > best[ex].score:
                 best[ex] = h
-    raise_ids: set[str] = set()
-    for ex in best:
-        members = [h for h in kept if exchange[h.event.id] == ex]
-        answers = [h for h in members if h.event.type in ANSWERS]
-        raise_ids.update(h.event.id for h in answers or members[:1])  # ``kept`` is in order of P
+    raise_ids = {h.event.id for hs in replacements(kept, set(best), exchange).values() for h in hs}
     out = []
     for h in kept:
         top = best.get(exchange[h.event.id])
@@ -253,6 +274,35 @@ def promote_replacements(
         out.append(h)
     out.sort(key=lambda h: -h.score)
     return out
+
+
+def current_first(hits: list[Hit], store: Any, shown: int) -> list[Hit]:
+    """Search order after knowledge updates: a memory a later edit proves stale (``retirements``) goes below
+    the current ones, marked ``superseded``, and what replaced it takes its place.
+
+    Injection leaves such memories out; search keeps them (they are the history of a decision) but
+    must not rank the old answer over the new one. On the coding replay the stale exchange of a
+    changed setting or replaced library often leads on cosine and session support, since it was
+    written about the very subject the question names, while the change that replaced it names the
+    new thing. Each replacing exchange's ``replacements`` move up to the place of the first memory
+    it retired; everything else keeps its order. As for injection, edits that are not among ``hits``
+    are looked up for the memories that would be shown (the first ``shown``).
+    """
+    retired_by, exchange = retirements(hits, store, later_edits(hits[:shown], store))
+    if not retired_by:
+        return hits
+    kept = [h for h in hits if exchange[h.event.id] not in retired_by]
+    stale = [h for h in hits if exchange[h.event.id] in retired_by]
+    first: dict[str, float] = {}  # replacing exchange → place of the first hit it retired
+    for i, h in enumerate(hits):
+        for ex in retired_by.get(exchange[h.event.id], ()):
+            first.setdefault(ex, i - 0.5)
+    raised = {h.event.id: first[ex] for ex, hs in replacements(kept, set(first), exchange).items() for h in hs}
+    place = {h.event.id: i for i, h in enumerate(hits)}
+    kept.sort(key=lambda h: min(place[h.event.id], raised.get(h.event.id, place[h.event.id])))
+    for h in stale:
+        h.sources["superseded"] = 1.0
+    return kept + stale
 
 
 def later_edits(hits: list[Hit], store: Any) -> list[tuple[Event, set[str]]]:
