@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from memlane.retrieval import scoring, select, when
+from memlane.retrieval import cjk, scoring, select, when
 from memlane.store.db import STOPWORDS, Event, Store, parse_query, query_stopwords
 from memlane.store.keys import cjk_count
 from memlane.store.schema import UNSEARCHED_TYPES
@@ -98,19 +98,19 @@ class Hit:
 
 
 def query_terms(query: str) -> tuple[list[list[str]], list[str]]:
-    """Word terms (each a list of tokens: a phrase like pool_manager.py is several) and CJK trigrams.
+    """Word terms (each a list of tokens: a phrase like pool_manager.py is several) and CJK bigrams
+    (``cjk.bigrams``: content words only, without their particles).
 
     Every distinct word counts once, stop words included: they are left out of the FTS5 match (they
     would match most of the store) but not out of the score, as plain BM25 has them — their IDF is
     small, yet dropping them put memlane's full text below plain BM25 on the coding replay (dev).
     """
-    words, trigrams, short = parse_query(query)
+    words, _, _ = parse_query(query)
     terms: dict[tuple[str, ...], None] = {}
     for w in words + [f'"{s}"' for s in query_stopwords(query)]:
         if toks := _TOKEN.findall(w.strip('"').replace('""', '"').lower()):
             terms[tuple(t if t.isascii() else _fold(t) for t in toks)] = None
-    grams = [t.strip('"') for t in trigrams] + list(short)
-    return [list(t) for t in terms], grams
+    return [list(t) for t in terms], cjk.bigrams(query)
 
 
 def doc_freqs(store: Store, tokens: set[str]) -> tuple[int, dict[str, int]]:
@@ -125,7 +125,7 @@ def lexical(
     (the share from the query's content words, the share its stop words add).
 
     Computed here rather than read from FTS5's ``bm25()``: the same formula, but with the IDF that
-    never goes negative (FTS5 floors words in over half the events to ~0) and for CJK trigrams, which
+    never goes negative (FTS5 floors words in over half the events to ~0) and for CJK bigrams, which
     count like a word of IDF 1 met once. A phrase term (``pool_manager.py``) counts its occurrences.
 
     Stop words are kept apart: plain BM25 scores them and the order follows it (``scoring.evidence``),

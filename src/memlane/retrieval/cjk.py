@@ -1,0 +1,54 @@
+"""The terms of a Korean, Chinese or Japanese query for its lexical score: character bigrams of its
+content words.
+
+Korean glues particles and endings to its words (문구가 / 문구는, 만료됐을 / 만료되면), so the query's
+trigrams rarely met the memory's: the same subject matched two of nine. Character bigrams are the
+usual unit of CJK search (Lucene's CJKAnalyzer), and a trailing particle is stripped first: a particle
+says nothing about the subject, so it neither matches an unrelated memory nor dilutes a related one.
+Candidates still come from the trigram index; this only decides how well a candidate matches.
+
+A list of Korean stop words (question words, auxiliaries, pronouns: the counterparts of ``STOPWORDS``)
+was tried on top and dropped: on the coding replay (dev) it found no further answer, and by shrinking the
+ideal it let a Korean question that shares only ``DB`` with English history inject two unrelated memories.
+"""
+
+from __future__ import annotations
+
+import re
+
+from memlane.store.keys import _CJK_PATTERN, has_cjk
+
+_RUN = _CJK_PATTERN + "+"  # compiled on first use (re caches it): Latin-only prompts never pay for it
+
+# Particles (조사), longest first, stripped from the end of a word when two syllables or more remain.
+PARTICLES = (
+    "에서는", "으로는", "에게서", "에서", "으로", "에게", "한테", "까지", "부터", "처럼", "보다", "이랑", "하고",
+    "은", "는", "이", "가", "을", "를", "에", "의", "로", "와", "과", "도", "만", "랑",
+)  # fmt: skip
+
+
+def content_word(run: str) -> str:
+    """A run of CJK letters without its trailing particle; "" for a run that is only a particle (the 에서
+    of ``CI에서``)."""
+    if run in PARTICLES:
+        return ""
+    for particle in PARTICLES:
+        if run.endswith(particle) and len(run) - len(particle) >= 2:
+            return run[: -len(particle)]
+    return run
+
+
+def bigrams(query: str) -> list[str]:
+    """The distinct character bigrams of the query's CJK content words (a one-letter word as itself).
+
+    A word is a run of CJK letters: ``반품률(return_rate)`` gives 반품률, ``한국어/영어`` two words."""
+    out: dict[str, None] = {}
+    if not has_cjk(query):
+        return []
+    for run in re.findall(_RUN, query):
+        word = content_word(run)
+        if len(word) == 1:
+            out[word] = None
+        for i in range(len(word) - 1):
+            out[word[i : i + 2]] = None
+    return list(out)
