@@ -81,6 +81,15 @@ def run_hook_process(
     )
 
 
+def wait_until(condition: Callable[[], Any], what: str, timeout_s: float = 30) -> None:
+    """Poll ``condition`` until it holds; fail with ``what`` after ``timeout_s`` (work done in another thread
+    or process, e.g. the daemon's inbox)."""
+    end = time.monotonic() + timeout_s
+    while not condition():
+        assert time.monotonic() < end, what
+        time.sleep(0.05)
+
+
 def wait_for_daemon(timeout_s: float = 60) -> dict[str, Any]:
     """The running daemon's info (port, pid), once it has written it."""
     from memlane.daemon import state

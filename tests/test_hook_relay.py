@@ -12,11 +12,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from conftest import payload
+from conftest import payload, wait_until
 from memlane import install as inst
 from memlane import relay
 from memlane.daemon import client, state, warm
@@ -129,7 +128,7 @@ def test_the_daemon_answers_through_the_relay(hook, proj: Path, daemon, binary: 
     # The capture hooks are handed over (202) and stored by the daemon, not by a Python process.
     stop = payload("05-Stop.json", session_id="relay-1", cwd=str(proj), last_assistant_message="Raised it (okapi).")
     assert run(installed("Stop"), json.dumps(stop).encode(), proj).stdout == b""
-    _wait(lambda: hooks_run()["Stop"] == 1, "the daemon did not store the handed-off Stop")
+    wait_until(lambda: hooks_run()["Stop"] == 1, "the daemon did not store the handed-off Stop")
     found = Memory.open(str(proj)).store.history(types=["agent_response"], limit=10)
     assert any("okapi" in e.content for e in found)
 
@@ -267,13 +266,6 @@ def test_bad_arguments_fail_open(binary: Path, proj: Path) -> None:
     assert done.returncode == 0 and b"usage" in done.stderr
     done = subprocess.run([str(binary), "/nonexistent/python", "Stop"], input=b"{}", capture_output=True, timeout=10)
     assert done.returncode == 0 and b"cannot run /nonexistent/python" in done.stderr
-
-
-def _wait(condition: Any, what: str, timeout_s: float = 30) -> None:
-    end = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < end, what
-        time.sleep(0.05)
 
 
 def test_doctor_says_whether_the_hooks_have_the_relay(proj: Path, binary: Path, tmp_path: Path) -> None:

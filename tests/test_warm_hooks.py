@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from conftest import payload
+from conftest import payload, wait_until
 from memlane import hooks
 from memlane.daemon import client, inbox, state, warm
 from memlane.memory import Memory
@@ -177,13 +177,6 @@ def test_answer_declines_without_a_daemon_and_for_other_events(memlane_home: Pat
     assert warm.answer("UserPromptSubmit", b"x" * (warm.MAX_PAYLOAD_BYTES + 1)) is None
 
 
-def _wait(condition: Any, what: str, timeout_s: float = 30) -> None:
-    end = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < end, what
-        time.sleep(0.05)
-
-
 def _turn(proj: Path, session: str, answer: str) -> None:
     """One turn's hooks as Claude Code runs them, through the installed command."""
     common = {"session_id": session, "cwd": str(proj)}
@@ -196,7 +189,7 @@ def _turn(proj: Path, session: str, answer: str) -> None:
 def test_capture_hooks_are_handed_to_the_daemon_and_stored_in_order(remembered: Path, daemon) -> None:  # type: ignore[no-untyped-def]
     answer = "The pool tests fail: connections are not released on timeout (quokka)."
     _turn(remembered, "warm-turn", answer)
-    _wait(lambda: hooks_run()["SessionEnd"] == 1, "the daemon did not store the handed-off hooks")
+    wait_until(lambda: hooks_run()["SessionEnd"] == 1, "the daemon did not store the handed-off hooks")
     assert hooks_run()["PostToolUse"] == hooks_run()["Stop"] == 1
     mem = Memory.open(str(remembered))
     mine = [e for e in mem.store.history(limit=50) if e.session_id == "warm-turn"]
@@ -213,7 +206,7 @@ def test_a_daemon_that_declines_leaves_capture_to_the_hook(remembered: Path, dae
     stop = payload("05-Stop.json", session_id="own-1", cwd=str(remembered), last_assistant_message=answer)
     launch("Stop", stop, remembered, env={"MEMLANE_LOGGING_LEVEL": "debug"})
     mem = Memory.open(str(remembered))
-    _wait(
+    wait_until(
         lambda: any(e.session_id == "own-1" for e in mem.store.history(types=["agent_response"], limit=20)),
         "the detached child did not store the answer",
     )
@@ -239,7 +232,7 @@ def test_the_inbox_keeps_each_sessions_order(memlane_home: Path) -> None:
         sent.append((session, f"Stop{n:02d}"))
     assert box.pending == 12
     gate.set()
-    _wait(lambda: len(stored) == 12, "the deliveries were not stored")
+    wait_until(lambda: len(stored) == 12, "the deliveries were not stored")
     for session in "ab":
         assert [x for x in stored if x[0] == session] == [x for x in sent if x[0] == session]
     assert box.close() == 0
@@ -273,7 +266,7 @@ def test_a_delivery_that_fails_does_not_stop_the_queue(memlane_home: Path) -> No
     box = inbox.Inbox(store, lambda: None)
     for event in ("Stop", "SessionEnd"):
         box.accept(inbox.Delivery(event, b'{"session_id": "x"}', None, None))
-    _wait(lambda: box.pending == 0, "the queue did not move on")
+    wait_until(lambda: box.pending == 0, "the queue did not move on")
     assert stored == ["SessionEnd"]
     box.close()
 
@@ -285,7 +278,7 @@ def test_a_daemon_stopped_right_after_a_hand_off_stores_it_first(remembered: Pat
     stop = payload("05-Stop.json", session_id="late-1", cwd=str(remembered), last_assistant_message=answer)
     launch("Stop", stop, remembered)
     os.kill(daemon["pid"], signal.SIGTERM)
-    _wait(lambda: state.read_info() is None, "the daemon did not stop")
+    wait_until(lambda: state.read_info() is None, "the daemon did not stop")
     mem = Memory.open(str(remembered))
     assert any("pangolin" in e.content for e in mem.store.history(types=["agent_response"], limit=20))
 
@@ -313,7 +306,7 @@ def test_many_hooks_handed_over_at_once_are_stored_exactly_once(remembered: Path
         procs[-1].stdin.close()
     for proc in procs:
         assert proc.wait(timeout=60) == 0 and proc.stderr is not None and not proc.stderr.read()
-    _wait(lambda: hooks_run()["PostToolUse"] == 60, "not every hand-off was stored")
+    wait_until(lambda: hooks_run()["PostToolUse"] == 60, "not every hand-off was stored")
     mem = Memory.open(str(remembered))
     calls = [e for e in mem.store.history(types=["tool_observation"], limit=500) if e.session_id.startswith("many-")]
     keys = [(e.session_id, e.metadata.get("tool_use_id")) for e in calls]

@@ -92,6 +92,16 @@ static long long now_ms(void) {
     return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static void write_all(int fd, const char *data, size_t len) {
+    while (len) {
+        ssize_t n = write(fd, data, len);
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return; /* the reader is gone: nothing left to give it */
+        data += n;
+        len -= (size_t)n;
+    }
+}
+
 /* The Python hook, with `payload` on its stdin (NULL: stdin was never read, it keeps Claude Code's).
    Small payloads fit in the pipe itself; a bigger one is written by a child while Python reads it. */
 static void fall_back(const buf_t *payload) {
@@ -107,24 +117,12 @@ static void fall_back(const buf_t *payload) {
             if (got > 0) size = got;
 #endif
             if (payload->len <= (size_t)size) {
-                size_t off = 0;
-                while (off < payload->len) {
-                    ssize_t n = write(fds[1], payload->data + off, payload->len - off);
-                    if (n < 0 && errno == EINTR) continue;
-                    if (n <= 0) break;
-                    off += (size_t)n;
-                }
+                write_all(fds[1], payload->data, payload->len);
             } else if (fork() == 0) { /* the writer: nothing of Claude Code's pipes kept open, so it never waits on it */
                 int null = open("/dev/null", O_RDWR);
                 if (null >= 0) { dup2(null, 1); dup2(null, 2); }
                 close(fds[0]);
-                size_t off = 0;
-                while (off < payload->len) {
-                    ssize_t n = write(fds[1], payload->data + off, payload->len - off);
-                    if (n < 0 && errno == EINTR) continue;
-                    if (n <= 0) break;
-                    off += (size_t)n;
-                }
+                write_all(fds[1], payload->data, payload->len);
                 _exit(0);
             }
             close(fds[1]);
@@ -402,13 +400,7 @@ int main(int argc, char **argv) {
     if (got != 0) fall_back(&payload);
     if (body.len) { /* what the hook prints, as warm.answer's caller does */
         buf_add(&body, "\n", 1);
-        size_t off = 0;
-        while (off < body.len) {
-            ssize_t n = write(1, body.data + off, body.len - off);
-            if (n < 0 && errno == EINTR) continue;
-            if (n <= 0) break;
-            off += (size_t)n;
-        }
+        write_all(1, body.data, body.len);
     }
     return 0;
 }

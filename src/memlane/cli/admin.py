@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -244,10 +245,13 @@ def _relay_check(registered: str, scope: str) -> list[Check]:
     """Hooks registered without the C relay start Python for every event: say why, and how to get it."""
     from memlane import relay
 
-    words = registered.split()
-    if not relay.wanted() or not words or "hook_launcher" not in registered:
+    try:
+        words = shlex.split(registered)
+    except ValueError:
+        return []  # the hooks check above already says the command cannot run
+    if not relay.wanted() or not words or inst.LAUNCHER not in registered:
         return []  # turned off, or a plugin/console-script command this check does not judge
-    if os.path.basename(words[0].strip("'\"")).startswith(inst.RELAY_PREFIX):
+    if os.path.basename(words[0]).startswith(inst.RELAY_PREFIX):
         detail = "C relay in front of the Python hook (no Python while the daemon is up)"
         return [Check(f"hook relay ({scope})", True, detail)]
     again = f"memlane install --scope {scope}"

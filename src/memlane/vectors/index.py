@@ -11,6 +11,7 @@ import hashlib
 import inspect
 import json
 from collections import OrderedDict
+from collections.abc import Iterable
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -167,16 +168,35 @@ class VectorIndex:
         # The vectors come along as one numpy block: the injection's supersession check compares the hits'
         # opening vectors, and keeping those it met here saves it a second LanceDB query (~3 ms).
         vectors = found.column("vector").combine_chunks().flatten().to_numpy().reshape(-1, self.dim)
+        return self._best_per_event(
+            (
+                (
+                    event_id,
+                    rows["chunk"][i],
+                    1.0 - float(rows["_distance"][i]),
+                    vectors[i],
+                    rows["type"][i] or "",
+                    rows["ts"][i] or "",
+                    rows["session_id"][i] or "",
+                )
+                for i, event_id in enumerate(rows["event_id"])
+            ),
+            k,
+        )
+
+    def _best_per_event(
+        self, rows: Iterable[tuple[str, int, float, Any, str, str, str]], k: int
+    ) -> dict[str, Neighbour]:
+        """The k best events from rows of (event id, chunk, similarity, vector, type, time, session), best
+        chunk per event; opening chunks' vectors are kept for the supersession check."""
         best: dict[str, Neighbour] = {}
-        for i, event_id in enumerate(rows["event_id"]):
-            if rows["chunk"][i] == 0:
-                self._remember_first(event_id, vectors[i])
-            sim = 1.0 - float(rows["_distance"][i])
+        for event_id, chunk, sim, vector, kind, ts, session_id in rows:
+            if chunk == 0:
+                self._remember_first(event_id, vector)
             known = best.get(event_id)
             if known is None or sim > known.similarity:
-                best[event_id] = Neighbour(sim, rows["type"][i] or "", rows["ts"][i] or "", rows["session_id"][i] or "")
-        ranked = sorted(best.items(), key=lambda kv: -kv[1].similarity)[:k]
-        return dict(ranked)
+                best[event_id] = Neighbour(sim, kind, ts, session_id)
+        return dict(sorted(best.items(), key=lambda kv: -kv[1].similarity)[:k])
 
     def _fresh_snapshot(self, table: Any) -> _Snapshot | None:
         """The table in memory at its current version (read again after any write, from any handle); None for
@@ -214,17 +234,22 @@ class VectorIndex:
         sims = (snap.vectors @ q) / np.maximum(snap.norms * float(np.linalg.norm(q)), 1e-12)
         m = min(rows, k * 2)
         top = np.argpartition(-sims, m - 1)[:m] if m < rows else np.arange(rows)
-        best: dict[str, Neighbour] = {}
-        for i in top[np.argsort(-sims[top], kind="stable")]:
-            event_id = snap.event_ids[i]
-            if snap.chunks[i] == 0:
-                self._remember_first(event_id, snap.vectors[i])
-            sim = float(sims[i])
-            known = best.get(event_id)
-            if known is None or sim > known.similarity:
-                best[event_id] = Neighbour(sim, snap.types[i], snap.ts[i], snap.sessions[i])
-        ranked = sorted(best.items(), key=lambda kv: -kv[1].similarity)[:k]
-        return dict(ranked)
+        order = top[np.argsort(-sims[top], kind="stable")]
+        return self._best_per_event(
+            (
+                (
+                    snap.event_ids[i],
+                    snap.chunks[i],
+                    float(sims[i]),
+                    snap.vectors[i],
+                    snap.types[i],
+                    snap.ts[i],
+                    snap.sessions[i],
+                )
+                for i in order
+            ),
+            k,
+        )
 
     def table_version(self) -> int | None:
         """The table's version (it changes with every write, from any handle); None while there is no table."""
