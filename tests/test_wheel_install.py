@@ -20,6 +20,8 @@ import shutil
 import subprocess
 import sys
 import time
+import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -42,11 +44,13 @@ def sh(*args: str | Path, **kwargs: object) -> subprocess.CompletedProcess[str]:
     return result  # type: ignore[no-any-return]
 
 
-def build_wheel(tmp: Path) -> Path:
+def build_wheel(tmp: Path, before: Callable[[], None] | None = None) -> Path:
     src = tmp / "src-copy"  # a copy: building writes build/ and *.egg-info into the tree
     src.mkdir()
     for name in ("src", "pyproject.toml", "README.md"):
         (shutil.copytree if (REPO / name).is_dir() else shutil.copy)(REPO / name, src / name)
+    if before is not None:
+        before()
     sh(sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-w", tmp / "dist", src)
     (wheel,) = (tmp / "dist").glob("memlane-*.whl")
     return wheel
@@ -81,6 +85,23 @@ def fresh_venv(tmp: Path, wheel: Path) -> Path:
             wheel,
         )
     return venv
+
+
+def test_the_wheel_carries_the_relay_source_but_no_build_leftovers(tmp_path: Path) -> None:
+    """A checkout holds bytecode beside the plugin's files and relay binaries (tests build them); the wheel
+    ships the relay's C source and none of those."""
+    stray = tmp_path / "src-copy" / "src" / "memlane"
+    build_wheel(tmp_path, before=lambda: _leave_leftovers(stray))
+    (wheel,) = (tmp_path / "dist").glob("memlane-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "memlane/hook_relay.c" in names
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc") or "/_relay/" in n], names
+
+
+def _leave_leftovers(package: Path) -> None:
+    for leftover in (package / "plugin" / "__pycache__" / "stray.cpython-311.pyc", package / "_relay" / "hook-relay-x"):
+        leftover.parent.mkdir(parents=True, exist_ok=True)
+        leftover.write_bytes(b"leftover")
 
 
 def test_built_wheel_installs_and_works(tmp_path: Path) -> None:
