@@ -21,6 +21,8 @@ hands the gate) and computes, per hit:
   soft      IDF-weighted mean over the prompt's content words of the best cosine between that word and a word
             of the memory, each word embedded alone by the model (1 for an exact match; a paraphrase's
             synonyms land near 0.5-0.7)
+  clause_cos, clause_so      the cosine and stand-out again, each clause of the prompt (split at , ; ? ! . "and"
+            "but", three words or more) embedded alone, the best of the clauses and the whole prompt
 
 and prints (1) each signal's AUC for "the right memory" (the best-P expected memory of each English match
 prompt) against "the top hit of a no-match prompt"; (2) leave-one-out CV of a gate on a logistic over
@@ -54,7 +56,7 @@ TOP = 15  # hits handed to the gate (Engine.relevant: 3 × injection.max_results
 NEIGHBOURS = 50
 HUB_K = 10
 SIGNALS = ["logit_p", "text", "cosine", "standout", "z_hit", "z_top", "gap", "agree", "coverage"]
-SIGNALS += ["novelty", "hub", "csls", "soft"]
+SIGNALS += ["novelty", "hub", "csls", "soft", "clause_cos", "clause_so"]
 _WORD = re.compile(r"[^\W_]+")
 
 
@@ -155,6 +157,15 @@ def hit_rows(q: dict[str, Any], memory: Any, retriever: Any, vectors: Vectors, e
     vector_rank = {h.event.id: i for i, h in enumerate(sorted(hits, key=lambda h: -h.sources.get("vector", 0.0)))}
     rq = float(np.mean(near[:HUB_K])) if near else 0.0
     novelty = _novelty(terms, memory)
+    clauses = [
+        c.strip() for c in re.split(r"[;?!.,]|\bbut\b|\band\b", q["query"].split("\n")[0]) if len(c.split()) >= 3
+    ]
+    clause_vecs = np.stack([embedder.embed_query(c) for c in clauses]) if clauses and asks_vectors else None
+    clause_base = (
+        np.median(np.sort(clause_vecs @ vectors.matrix.T, axis=1)[:, ::-1][:, :NEIGHBOURS], axis=1)
+        if clause_vecs is not None
+        else None
+    )
     rows = []
     for h in by_support(hits, TOP):
         words = set(_WORD.findall(h.event.content.lower()))
@@ -177,9 +188,18 @@ def hit_rows(q: dict[str, Any], memory: Any, retriever: Any, vectors: Vectors, e
                 "hub": hub,
                 "csls": 2 * cosine - rq - hub,
                 "soft": soft_coverage(terms, h.event.content, vectors),
+                **_clause(h.event.id, clause_vecs, clause_base, vectors, cosine, h.sources.get("standout", 0.0)),
             }
         )
     return rows
+
+
+def _clause(event_id: str, vecs: Any, base: Any, vectors: Vectors, cosine: float, standout: float) -> dict[str, float]:
+    rows = np.where(vectors.ids == event_id)[0]
+    if vecs is None or not len(rows):
+        return {"clause_cos": cosine, "clause_so": standout}
+    best = (vecs @ vectors.matrix[rows].T).max(1)
+    return {"clause_cos": max(cosine, float(best.max())), "clause_so": max(standout, float((best - base).max()))}
 
 
 def _novelty(terms: list[tuple[list[str], float]], memory: Any) -> float:

@@ -197,3 +197,31 @@ def test_doctor_repair_ingests_spool(filled: Path) -> None:
     _code, out = invoke(filled, "doctor", "--repair")
     assert "nothing to repair" in out
     assert len(json.loads(invoke(filled, "search", "spooled", "--json")[1])) == 1
+
+
+def test_doctor_names_the_multilingual_model_for_korean_prompts(
+    hook: Callable[..., str], proj: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Mostly Korean prompts with the English default model: a warning naming multilingual-e5-small; none
+    for English prompts, with the multilingual model set, or with `retrieval.cjk_vectors` on."""
+
+    def language() -> dict[str, object] | None:
+        checks = {c["name"]: c for c in json.loads(invoke(proj, "doctor", "--json")[1])}
+        return checks.get("language")
+
+    for i in range(4):
+        hook("UserPromptSubmit", payload("02-UserPromptSubmit.json", session_id="s-en", prompt=f"fix the pool {i}"))
+    for i in range(4):
+        hook("UserPromptSubmit", payload("02-UserPromptSubmit.json", session_id="s-ko", prompt=f"풀 문제 {i} 고쳐줘"))
+    assert language() is None  # four Korean prompts: too few to speak of
+    hook("UserPromptSubmit", payload("02-UserPromptSubmit.json", session_id="s-ko", prompt="DB 커넥션 풀 크기는?"))
+    check = language()
+    assert check is not None and check["warn"] and not check["ok"]
+    assert "5 of your latest 9 prompts" in str(check["detail"]) and "multilingual-e5-small" in str(check["fix"])
+    _code, out = invoke(proj, "doctor")
+    assert "warn" in out and "language" in out
+    monkeypatch.setenv("MEMLANE_RETRIEVAL_CJK_VECTORS", "true")
+    assert language() is None
+    monkeypatch.delenv("MEMLANE_RETRIEVAL_CJK_VECTORS")
+    monkeypatch.setenv("MEMLANE_EMBEDDING_MODEL", "multilingual-e5-small")
+    assert language() is None

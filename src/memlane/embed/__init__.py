@@ -49,6 +49,12 @@ E5_SMALL = "multilingual-e5-small"
 QUERY_CACHE = 256  # query vectors kept per embedder (1.5 KB each)
 
 
+def is_multilingual(cfg: EmbeddingConfig) -> bool:
+    """Whether the configured model embeds Korean, Chinese and Japanese by meaning, without loading it: the
+    bundled multilingual-e5-small, any model named multilingual, and OpenAI's embeddings (multilingual)."""
+    return cfg.provider == "openai" or "multilingual" in cfg.model.lower()
+
+
 class EmbeddingError(MemlaneError, RuntimeError):
     """A provider that cannot embed (model missing, endpoint down, bad answer); one-line message."""
 

@@ -24,3 +24,12 @@ def count_unembedded(file: str | os.PathLike[str], timeout: float = 5.0) -> int:
     """Outbox jobs not done yet (pending, processing or failed)."""
     with closing(_read_only(file, timeout)) as conn:
         return int(conn.execute("SELECT COUNT(*) FROM outbox WHERE status != 'done'").fetchone()[0])
+
+
+def recent_prompts(file: str | os.PathLike[str], limit: int = 200, timeout: float = 5.0) -> list[str]:
+    """The texts of the store's latest user prompts, newest first."""
+    with closing(_read_only(file, timeout)) as conn:
+        rows = conn.execute(
+            "SELECT content FROM events WHERE type = 'user_prompt' ORDER BY ts DESC, seq DESC LIMIT ?", (limit,)
+        )
+        return [str(r[0]) for r in rows]
