@@ -398,6 +398,34 @@ def test_the_gate_is_silent_on_an_on_topic_prompt_the_history_cannot_answer(one_
     assert len(found) >= 1 and "expires after 15 minutes" in found[0].event.content
 
 
+PASTED = (
+    "the label worker died overnight, can you look?\nTraceback (most recent call last):\n"
+    '  File "/app/app/labels/render.py", line 57, in render_label\n    pdf.drawString(x, y, parcel.recipient)\n'
+    "AttributeError: 'NoneType' object has no attribute 'recipient'"
+)
+
+
+def test_a_pasted_traceback_matches_its_own_error_not_every_traceback(one_topic: Memory, embedder: Any) -> None:
+    """A prompt gets a vector per sentence, and a pasted traceback's lines are sentences: its generic lines
+    ("Traceback (most recent call last):") must not make it evidence for every other traceback."""
+    one_topic.store.append(
+        [
+            NewEvent("user_prompt", "s7", PASTED, "7"),
+            NewEvent("agent_response", "s7", "render_label now skips cancelled shipments (parcel is None).", "8"),
+        ]
+    )
+    process_outbox(one_topic, embedder)
+    engine = Engine(one_topic.config)
+    other = (
+        "what is this?\nTraceback (most recent call last):\n"
+        '  File "/app/app/exports/csv_writer.py", line 88, in write_rows\n'
+        "KeyError: 'customer_vat_id'"
+    )
+    assert engine.relevant(one_topic, other) == []
+    again = engine.relevant(one_topic, "AttributeError: 'NoneType' object has no attribute 'recipient' again")
+    assert again and again[0].event.session_id == "s7"
+
+
 def test_the_full_text_fallback_gives_the_same_answer_for_an_exact_error(one_topic: Memory) -> None:
     """When the daemon misses its deadline the hook's full-text path must not change an exact answer."""
     from memlane.capture.inject import prompt_hits
