@@ -236,6 +236,68 @@ def test_second_worker_is_refused(mem: Memory, embedder: Any) -> None:
     assert process_outbox(mem, embedder).processed == 4
 
 
+def test_embedding_waits_for_the_other_worker_and_takes_over_when_it_leaves(
+    mem: Memory, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`memlane import`/`process` while the daemon embeds the project: the command returns once everything is
+    embedded (searches right after it must not depend on how fast the daemon is), or says busy if it stalls."""
+    import threading
+
+    from memlane.cli import vectors as cli_vectors
+
+    monkeypatch.setattr(cli_vectors, "_embedder", lambda _mem: embedder)
+    monkeypatch.setattr(cli_vectors, "WAIT_POLL_S", 0.05)
+    monkeypatch.setattr(cli_vectors, "RETRY_S", 0.2)
+    monkeypatch.setattr(cli_vectors, "WAIT_STALL_S", 0.6)
+    lock = WorkerLock(mem.project.id)
+    assert lock.acquire()
+    stalled = cli_vectors.embed_pending(mem, quiet=True)  # held throughout: it gives up, and says so
+    assert stalled.busy and stalled.remaining == 4 and outbox(mem) == {"pending": 4}
+    threading.Timer(0.3, lock.release).start()  # the other worker leaves with the work undone
+    report = cli_vectors.embed_pending(mem, quiet=True)
+    assert not report.busy and report.remaining == 0 and report.processed == 4
+    assert outbox(mem) == {"done": 4}
+
+
+def test_embedding_follows_the_other_worker_to_the_end(
+    mem: Memory, embedder: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    from memlane.cli import vectors as cli_vectors
+
+    working = threading.Event()
+
+    class Slow:
+        """The daemon's worker, mid-batch when the command starts."""
+
+        def __init__(self) -> None:
+            self.__dict__.update({k: getattr(embedder, k) for k in ("model_id", "version", "dim")})
+
+        def embed_passages(self, texts: list[str]) -> Any:
+            working.set()
+            time.sleep(0.3)
+            return embedder.embed_passages(texts)
+
+        def chunk(self, text: str) -> list[str]:
+            return list(embedder.chunk(text))
+
+    monkeypatch.setattr(cli_vectors, "_embedder", lambda _mem: embedder)
+    monkeypatch.setattr(cli_vectors, "WAIT_POLL_S", 0.05)
+
+    def daemon_worker() -> None:
+        with Memory.open(mem.project.root) as other:
+            process_outbox(other, Slow())
+
+    worker = threading.Thread(target=daemon_worker)
+    worker.start()
+    assert working.wait(30)
+    report = cli_vectors.embed_pending(mem, quiet=True)
+    assert outbox(mem) == {"done": 4}, "returned before the other worker finished"
+    worker.join()
+    assert not report.busy and report.remaining == 0 and report.processed == 4
+
+
 class Renamed(Broken):
     def __init__(self, real: Any, version: str) -> None:
         super().__init__(real)

@@ -109,7 +109,7 @@ def import_group(ctx: click.Context, dry_run: bool, force: bool, no_embed: bool,
 
 
 def _embed(importer: Importer, report: Report, quiet: bool) -> dict[str, str]:
-    from memlane.cli.vectors import describe_embedding, embed_pending
+    from memlane.cli.vectors import WAIT_STALL_S, describe_embedding, embed_pending
 
     out: dict[str, str] = {}
     for pid, mem in importer.memories.items():
@@ -117,7 +117,8 @@ def _embed(importer: Importer, report: Report, quiet: bool) -> dict[str, str]:
             continue
         result = embed_pending(mem, quiet=quiet)
         out[pid] = (
-            "another worker (the daemon) is embedding; it will finish in the background"
+            f"another worker (the daemon) holds the embedding and moved nothing for {WAIT_STALL_S:.0f} s; "
+            f"{result.remaining} event(s) left for it to finish in the background"
             if result.busy
             else describe_embedding(result)
         )

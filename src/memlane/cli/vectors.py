@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
@@ -28,9 +30,17 @@ def _embedder(mem: object) -> object:
     return get_embedder(cfg)
 
 
+WAIT_POLL_S = 0.5
+RETRY_S = 2.0  # the other worker moved nothing for this long: try to take the outbox over (it may have left)
+WAIT_STALL_S = 60.0  # nothing moved for this long: leave the rest to finish in the background
+
+
 def embed_pending(mem: Memory, limit: int | None = None, quiet: bool = False) -> ProcessReport:
-    """Drain the project's outbox into the vector index, with a progress bar unless ``quiet``."""
-    from memlane.vectors import process_outbox
+    """Drain the project's outbox into the vector index, with a progress bar unless ``quiet``.
+
+    When another worker (the daemon's) is embedding this project already, wait while it drains the outbox:
+    a command that returns before its events are embedded gives searches run right after it (a script, a
+    benchmark) answers that depend on how fast that worker happens to be."""
     from memlane.vectors.worker import ProcessReport, pending_count
 
     waiting = pending_count(mem)
@@ -40,13 +50,56 @@ def embed_pending(mem: Memory, limit: int | None = None, quiet: bool = False) ->
     embedder = _embedder(mem)
     total = waiting if limit is None else min(limit, waiting)
     if quiet or not total:
-        return process_outbox(mem, embedder, limit=limit)
+        return _drain(mem, embedder, limit, None)
     columns = (TextColumn("embedding"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
     with Progress(*columns, console=render.err_console) as bar:
         task = bar.add_task("embed", total=total)
-        return process_outbox(
-            mem, embedder, limit=limit, progress=lambda done, _total: bar.update(task, completed=done)
-        )
+        return _drain(mem, embedder, limit, lambda done: bar.update(task, completed=done))
+
+
+def _drain(mem: Memory, embedder: object, limit: int | None, progress: Callable[[int], None] | None) -> ProcessReport:
+    """``process_outbox``; while another worker holds the project (``busy``), follow its progress, and take
+    over when it leaves. ``busy`` stays set only if nothing moved for ``WAIT_STALL_S``."""
+    import time
+
+    from memlane.vectors import process_outbox
+    from memlane.vectors.worker import pending_count
+
+    start = pending_count(mem)
+    done = 0
+
+    def step(n: int, _total: int = 0) -> None:
+        if progress:
+            progress(done + n)
+
+    report = process_outbox(mem, embedder, limit=limit, progress=step)
+    if limit is not None:
+        return report
+    moved = time.monotonic()
+    while report.busy:
+        last = pending_count(mem)
+        while last and time.monotonic() - moved < WAIT_STALL_S:
+            time.sleep(WAIT_POLL_S)
+            now = pending_count(mem)
+            if now < last:
+                moved = time.monotonic()
+                step(start - now)
+            elif time.monotonic() - moved > RETRY_S:
+                break
+            last = now
+        if not last or time.monotonic() - moved >= WAIT_STALL_S:
+            report.busy = bool(last)
+            break
+        done = start - last
+        again = process_outbox(mem, embedder, progress=step)
+        report.processed += again.processed
+        report.chunks += again.chunks
+        report.failed += again.failed
+        report.errors += again.errors
+        report.busy = again.busy
+    report.processed = max(report.processed, start - pending_count(mem))
+    report.remaining = pending_count(mem)
+    return report
 
 
 def describe_embedding(r: ProcessReport) -> str:
@@ -67,7 +120,10 @@ def process(ctx: click.Context, limit: int | None, as_json: bool) -> None:
         render.emit_json(report.__dict__)
         return
     if report.busy:
-        raise click.ClickException("another worker (probably the daemon) is embedding this project right now")
+        raise click.ClickException(
+            f"another worker (probably the daemon) holds this project's embedding and moved nothing for "
+            f"{WAIT_STALL_S:.0f} s; {report.remaining} event(s) still waiting (memlane daemon status)"
+        )
     click.echo(describe_embedding(report))
 
 
