@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from memlane.store import NewEvent, Store, schema
-from memlane.store.keys import canonical_key, parse_citation
+from memlane.store.keys import canonical_key, has_cjk, parse_citation
 
 
 @pytest.fixture
@@ -47,6 +47,22 @@ def test_upgrade_from_v1_backfills_citations(tmp_path: Path) -> None:
     store.close()
 
 
+def _insert_old(db: sqlite3.Connection, rows: list[tuple[str, str]], embedded: bool = False) -> None:
+    """Events written straight into a store left at an older schema (ids 0, 1, … in hex), each with a done
+    embedding job when ``embedded``."""
+    for i, (kind, text) in enumerate(rows):
+        db.execute(
+            "INSERT INTO events (id, type, session_id, project_id, ts, content, canonical_key, dedupe_key, has_cjk)"
+            " VALUES (?, ?, 's', 'p', '2026-01-01T00:00:00.000Z', ?, '', ?, ?)",
+            (f"{i:032x}", kind, text, f"k{i}", int(has_cjk(text))),
+        )
+        if embedded:
+            db.execute(
+                "INSERT INTO outbox (event_id, status, created_at, updated_at) VALUES (?, 'done', '', '')",
+                (f"{i:032x}",),
+            )
+
+
 def test_bookkeeping_leaves_search_on_upgrade_to_schema_9(tmp_path: Path) -> None:
     """A store from schema 8 had PreCompact's line in its full-text indexes and an embedding job (done: the
     worker embedded it) for every event; after the upgrade the bookkeeping is out of the indexes and its
@@ -61,15 +77,7 @@ def test_bookkeeping_leaves_search_on_upgrade_to_schema_9(tmp_path: Path) -> Non
         ("user_prompt", "why does the checkout pool time out"),
         ("session_end", "Session ended (other)"),
     ]
-    for i, (kind, text) in enumerate(rows):
-        db.execute(
-            "INSERT INTO events (id, type, session_id, project_id, ts, content, canonical_key, dedupe_key)"
-            " VALUES (?, ?, 's', 'p', '2026-01-01T00:00:00.000Z', ?, '', ?)",
-            (f"{i:032x}", kind, text, f"k{i}"),
-        )
-        db.execute(
-            "INSERT INTO outbox (event_id, status, created_at, updated_at) VALUES (?, 'done', '', '')", (f"{i:032x}",)
-        )
+    _insert_old(db, rows, embedded=True)
     assert db.execute("SELECT COUNT(*) FROM events_fts_docsize").fetchone()[0] == 3
     db.close()
     store = Store(path, "p")
@@ -97,12 +105,7 @@ def test_session_markers_stay_out_of_the_full_text_indexes_and_bm25_statistics(t
         ("user_prompt", "why does the checkout pool time out"),
         ("session_end", "Session ended"),
     ]
-    for i, (kind, text) in enumerate(rows):
-        db.execute(
-            "INSERT INTO events (id, type, session_id, project_id, ts, content, canonical_key, dedupe_key, has_cjk)"
-            " VALUES (?, ?, 's', 'p', '2026-01-01T00:00:00.000Z', ?, '', ?, ?)",
-            (f"{i:032x}", kind, text, f"k{i}", int("서" in text)),
-        )
+    _insert_old(db, rows)
     db.close()
     store = Store(path, "p")
     assert store.index_stats() == (1, 7.0)

@@ -65,40 +65,34 @@ def _drain(mem: Memory, embedder: object, limit: int | None, progress: Callable[
     from memlane.vectors import process_outbox
     from memlane.vectors.worker import pending_count
 
-    start = pending_count(mem)
-    done = 0
+    start = left = pending_count(mem)
 
-    def step(n: int, _total: int = 0) -> None:
-        if progress:
-            progress(done + n)
+    def run(limit: int | None = None) -> ProcessReport:
+        base = start - left  # what was embedded before this pass: the bar counts the whole outbox
+        step = (lambda n, _total: progress(base + n)) if progress else None
+        return process_outbox(mem, embedder, limit=limit, progress=step)
 
-    report = process_outbox(mem, embedder, limit=limit, progress=step)
-    if limit is not None:
-        return report
+    report = run(limit=limit)
     moved = time.monotonic()
-    while report.busy:
-        last = pending_count(mem)
-        while last and time.monotonic() - moved < WAIT_STALL_S:
-            time.sleep(WAIT_POLL_S)
-            now = pending_count(mem)
-            if now < last:
-                moved = time.monotonic()
-                step(start - now)
-            elif time.monotonic() - moved > RETRY_S:
-                break
-            last = now
-        if not last or time.monotonic() - moved >= WAIT_STALL_S:
-            report.busy = bool(last)
+    while report.busy and limit is None and left:
+        time.sleep(WAIT_POLL_S)
+        now = pending_count(mem)
+        if now < left:
+            moved = time.monotonic()
+        left = now
+        if progress:
+            progress(start - left)
+        idle = time.monotonic() - moved
+        if idle >= WAIT_STALL_S:
             break
-        done = start - last
-        again = process_outbox(mem, embedder, progress=step)
-        report.processed += again.processed
-        report.chunks += again.chunks
-        report.failed += again.failed
-        report.errors += again.errors
-        report.busy = again.busy
-    report.processed = max(report.processed, start - pending_count(mem))
+        if left and idle > RETRY_S:  # the other worker may have left with work undone: take over
+            again = run()
+            report.chunks, report.failed = report.chunks + again.chunks, report.failed + again.failed
+            report.errors += again.errors
+            report.busy, left = again.busy, pending_count(mem)
     report.remaining = pending_count(mem)
+    report.processed = max(report.processed, start - report.remaining)
+    report.busy = report.busy and bool(report.remaining)
     return report
 
 
