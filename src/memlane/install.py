@@ -69,7 +69,7 @@ def memlane_executable() -> str:
     return shutil.which("memlane") or "memlane"
 
 
-def hook_command(relay: bool = True) -> str:
+def hook_command(relay: bool = True, build: bool = True) -> str:
     """The command Claude Code runs, the event appended: this interpreter with ``-I -S`` on memlane's hook
     launcher file (``memlane.hook_launcher``: no ``site``, capture finished in a detached child), behind the
     C hook relay where one could be built (``memlane.relay``: with the daemon up, no Python starts at all).
@@ -79,7 +79,8 @@ def hook_command(relay: bool = True) -> str:
         python = f"{shlex.quote(sys.executable)} -I -S {shlex.quote(str(launcher))}"
         from memlane import relay as c_relay
 
-        built = c_relay.path() if relay else None
+        # ``build=False`` (a dry run) names the relay that would be built, and writes nothing.
+        built = (c_relay.path() if build else c_relay.planned()) if relay else None
         return f"{shlex.quote(str(built))} {python}" if built else python
     return f"{memlane_executable()} hook"
 
@@ -236,7 +237,7 @@ def install(path: Path, command: str | None = None, dry_run: bool = False) -> Ch
     settings = read_settings(path)
     before = json.dumps(settings, sort_keys=True)
     removed = strip_ours(settings)
-    added = add_ours(settings, command or hook_command())
+    added = add_ours(settings, command or hook_command(build=not dry_run))
     changed = json.dumps(settings, sort_keys=True) != before
     backup = _write(path, settings) if changed and not dry_run else None
     return Change(path, changed, backup, added, removed)

@@ -42,10 +42,12 @@ class Memory:
         project_id: str | None = None,
         cfg: config.Config | None = None,
         create: bool | None = True,
+        verify: bool = False,
     ) -> Memory:
         """The project's memory. Reads never leave a store (or a registry entry) behind: with
         ``create=False`` a project without a store raises ``NoMemoryYet`` (the CLI says so); with
-        ``create=None`` it gets an empty in-memory store (the daemon and workers answer "nothing")."""
+        ``create=None`` it gets an empty in-memory store (the daemon and workers answer "nothing").
+        ``verify``: run the cheap damage check (``store.health``) first, as every CLI command does."""
         cfg = cfg or config.load()
         proj = project.resolve(cwd, project_id)
         if not create and not os.path.exists(proj.db_file):
@@ -53,7 +55,14 @@ class Memory:
                 return cls(proj, cfg, Store.empty(proj.id))
             raise NoMemoryYet(f"no memory for this project yet ({proj.root})")
         project.register(proj)
-        return cls.existing(proj, cfg)
+        mem = cls.existing(proj, cfg)
+        if verify:
+            try:
+                mem.store.verify()
+            except BaseException:
+                mem.close()
+                raise
+        return mem
 
     @classmethod
     def existing(cls, proj: project.Project, cfg: config.Config | None = None) -> Memory:
@@ -135,11 +144,17 @@ class Memory:
             selector["ids"] = resolved
         return self.store.select_for_forget(**selector)
 
-    def forget(self, **selector: Any) -> int:
-        """Purge the selected events for good (events, FTS, outbox), leaving a tombstone."""
+    def forget(self, *, reason: str | None = None, **selector: Any) -> int:
+        """Purge the selected events for good (events, FTS, outbox), leaving a tombstone.
+
+        ``reason`` names a purge that is not the user forgetting (``reimport``: `import --force` replacing
+        what an earlier import stored); only the user's forgets keep history files from bringing events back.
+        """
         selector = _forget_selector(selector)
         targets = self.forget_preview(**selector)
         scope, value = _describe(selector)
+        if reason:
+            scope = reason
         count = self.store.forget(targets, scope, value)
         self._forget_vectors([t[0] for t in targets])
         if any(kind == "user_prompt" for _, kind in targets):

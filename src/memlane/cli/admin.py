@@ -415,7 +415,9 @@ def _language_check() -> list[Check]:
 
 
 def repair_stores() -> list[str]:
-    """Recover every damaged store into a new file (the damaged one kept aside)."""
+    """Recover every damaged store into a new file (the damaged one kept aside): what its pages still hold,
+    then its backups, then the project's Claude Code transcripts and Codex rollouts, imported again."""
+    from memlane.importers.run import restore
     from memlane.store.repair import diagnose, recover
 
     done: list[str] = []
@@ -423,6 +425,12 @@ def repair_stores() -> list[str]:
         found = diagnose(str(path))
         if not found.ok:
             report = recover(str(path), path.parent.name)
+            proj = project.by_id(path.parent.name)
+            if proj is not None:
+                try:
+                    report.sources.update(restore(proj))
+                except Exception as exc:  # noqa: BLE001 - the repaired store stands; say why history did not help
+                    report.sources[f"history files (not read: {exc})"] = 0
             done.append(f"{path.parent.name}: store was damaged ({found.detail}); {report.line()}")
     return done
 

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import click
 
-from memlane import config, project
+from memlane import config, paths, project
 from memlane.cli import render
 from memlane.context import rules
 from memlane.context.compose import PERSISTENT_TITLE, TASKS, VOLATILE_TITLE, PromptComposer, serialize
@@ -34,7 +34,14 @@ def _project(ctx: click.Context) -> project.Project:
 
 
 def _service(proj: project.Project, cfg: config.Config) -> AppContextService:
-    return AppContextService(proj.root_str, cfg, project_id=proj.id)
+    """The project's context service; for a project memlane keeps nothing for, one that writes nothing (the
+    rules are read into memory, not cached in a new ``projects/<id>/context`` folder: reads create nothing)."""
+    if paths.project_dir(proj.id).is_dir():
+        return AppContextService(proj.root_str, cfg, project_id=proj.id)
+    from memlane.context.store import MemoryContextStore
+
+    persistent = MemoryContextStore(ContextScope.APP, PersistenceKind.PERSISTENT)
+    return AppContextService(proj.root_str, cfg, project_id=proj.id, persistent=persistent)
 
 
 def _daemon(path: str, body: dict[str, Any] | None = None, method: str = "GET") -> dict[str, Any] | None:
@@ -165,7 +172,9 @@ def learn(ctx: click.Context, as_json: bool) -> None:
     from memlane.context import preferences
 
     cfg = config.load()
-    with ctx.find_root().obj.memory(create=False) as mem:
+    with ctx.find_root().obj.reading(as_json) as mem:
+        if mem is None:
+            return
         preferences.relearn(mem.store, mem.project.id, cfg.context.learned_preferences)
         learned = preferences.parse(
             project_store(mem.project.id, ContextScope.APP, PersistenceKind.PERSISTENT).snapshot().get(preferences.KEY)

@@ -15,7 +15,7 @@ import click
 from memlane import config
 from memlane.cli import render
 from memlane.cli.invocation import Ctx
-from memlane.project import Project
+from memlane.project import Project, resolve
 from memlane.workflow import lifecycle, links, progress, sessions, store
 from memlane.workflow.store import WorkflowError
 
@@ -42,8 +42,8 @@ class State:
     @property
     def project(self) -> Project:
         if self._project is None:
-            with self.obj.memory() as mem:  # the root group's project resolution (-C, --project-id)
-                self._project = mem.project
+            # The root group's project resolution (-C, --project-id); no event store is opened or made.
+            self._project = resolve(self.obj.cwd, self.obj.project_id)
         return self._project
 
     @property

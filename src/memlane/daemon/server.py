@@ -33,6 +33,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memlane import __version__, config
 from memlane.daemon import context_routes, state, warm
+from memlane.daemon.backups import BackupJob
 from memlane.daemon.embed_worker import Gate, Stopping, Worker
 from memlane.daemon.inbox import DRAIN_S as INBOX_DRAIN_S
 from memlane.daemon.inbox import Delivery, Inbox
@@ -103,6 +104,7 @@ class Daemon:
         self.hook_ms: dict[str, deque[float]] = {e: deque(maxlen=HOOK_TIMES_KEPT) for e in warm.EVENTS}
         self.inbox = Inbox(self._store_delivery, self.touch, self._yield)
         self.last_hook = 0.0  # when the last hook came in (monotonic): the inbox waits for a quiet moment
+        self.backups = BackupJob(cfg)  # online backups of the stores, for `doctor --repair`
 
     # ---- routes --------------------------------------------------------------------------------
 
@@ -138,6 +140,7 @@ class Daemon:
                 "hooks": self.hooks_run,
                 "hooks_queued": self.inbox.pending,
                 "hook_ms_p50": {e: round(statistics.median(t), 1) for e, t in self.hook_ms.items() if t},
+                "backups_taken": self.backups.taken,
             }
         )
 
@@ -398,7 +401,9 @@ class Daemon:
         self.embed_worker.run()
 
     def idle_watch(self, server: uvicorn.Server) -> None:
+        """The daemon's one loop: idle shutdown, and the small background jobs (backups) each tick."""
         while not self.stop.wait(1.0):
+            self.backups.tick()
             if self.warming or self.inbox.pending or (self.embed_worker is not None and self.embed_worker.has_work):
                 # The worker has work (from a step that finds some until a step that finds nothing to embed):
                 # one slice of long texts can outlast a short idle timeout, so the clock starts after it.
