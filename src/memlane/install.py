@@ -136,8 +136,11 @@ def read_json_object(path: Path, section: str) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(text)
-    except ValueError as exc:
-        raise InstallError(f"{path}: not valid JSON ({exc}); fix or move it, memlane will not overwrite it") from exc
+    except json.JSONDecodeError as exc:
+        raise InstallError(
+            f"{path}: bad JSON at line {exc.lineno}, column {exc.colno} ({exc.msg}); "
+            "fix or move it, memlane will not overwrite it"
+        ) from exc
     if not isinstance(data, dict):
         raise InstallError(f"{path}: top level must be a JSON object")
     if section in data and not isinstance(data[section], dict):
@@ -250,8 +253,18 @@ def uninstall(path: Path, dry_run: bool = False) -> Change:
     return Change(path, bool(removed), backup, [], removed)
 
 
+def settings_problem(path: Path) -> str | None:
+    """Why Claude Code cannot read this settings file (bad JSON at line N…), or None: status and doctor name
+    it instead of saying "not installed"."""
+    try:
+        read_settings(path)
+    except InstallError as exc:
+        return str(exc)
+    return None
+
+
 def installed_events(path: Path) -> dict[str, str]:
-    """Event → command of memlane's hooks registered in one settings file."""
+    """Event → command of memlane's hooks registered in one settings file ({} when it cannot be read)."""
     try:
         settings = read_settings(path)
     except InstallError:

@@ -228,7 +228,17 @@ def _filters(filters: dict[str, Any]) -> dict[str, Any]:
     for bound in ("since", "until"):
         if bound in out:
             out[bound] = moments.parse_optional(out[bound], bound)
+    check_window(out.get("since"), out.get("until"))
     return out
+
+
+def check_window(since: str | None, until: str | None) -> None:
+    """``since`` after ``until`` matches nothing: say so instead of answering "no events" (stored forms)."""
+    if since and until and since > until:
+        raise InputError(
+            f"since ({since}) is later than until ({until}): nothing can match; swap them "
+            "(an age counts back from now, so 7d is before 1d)"
+        )
 
 
 def _forget_selector(selector: dict[str, Any]) -> dict[str, Any]:

@@ -78,8 +78,30 @@ def set_(key: str, value: str) -> None:
         raise click.UsageError("give a key as section.key, e.g. injection.max_chars")
     data = config.read_file(paths.config_path())
     data.setdefault(section, {})[name] = config.parse_value(value)
+    note = _check_embedding(data) if section == "embedding" and name in EMBEDDING_KEYS else ""
     _write(data)
     click.echo(f"{key} = {tomli_w.dumps({'v': config.get_value(config.load(), key)})[4:].strip()}")
+    if note:
+        click.echo(f"Note: {note}", err=True)
+
+
+EMBEDDING_KEYS = ("model", "provider", "runtime", "url", "api_key_env")
+
+
+def _check_embedding(data: dict[str, dict[str, Any]]) -> str:
+    """Refuse a model that cannot be used (nothing is written); return what could not be checked."""
+    from memlane.embed.check import check
+
+    cfg = config.Config()
+    config._apply(cfg, data, "config")
+    for section, values in config.env_overrides().items():  # what the model is checked with is what will run
+        if section == "embedding":
+            for key, value in values.items():
+                setattr(cfg.embedding, key, value)
+    verdict = check(cfg.embedding)
+    if verdict.problem:
+        raise click.ClickException(f"{verdict.problem}; embedding settings left unchanged")
+    return verdict.note
 
 
 @config_group.command("unset")

@@ -188,10 +188,22 @@ def learn(ctx: click.Context, as_json: bool) -> None:
             click.echo(f"[{cite}] {text}")
 
 
+NATIVE = ("session_start", "prompt_injection", "mcp_context_pack")  # tasks whose body memlane retrieves itself
+
+
 @context_group.command("compose")
 @click.option("--task", "-t", "task_type", required=True, type=click.Choice(sorted(TASKS)), help="Task type.")
-@click.option("--body", "-b", help="The body text ('-' reads stdin). Default: what memlane itself would send.")
-@click.option("--prompt", "-p", help="prompt_injection: the prompt to retrieve for; mcp_context_pack: the task.")
+@click.option(
+    "--body",
+    "-b",
+    help="Your own text as the body ('-' reads stdin), shown under '## Body', in place of what memlane would "
+    "retrieve. Not a query: to see the memories a prompt gets, use --prompt.",
+)
+@click.option(
+    "--prompt",
+    "-p",
+    help="The prompt memlane retrieves memories for (prompt_injection), or the task (mcp_context_pack).",
+)
 @click.option("--header", default="", help="A first line above the blocks.")
 @click.option("--max-chars", type=click.IntRange(1, 100_000), help="Total budget (default: the task's).")
 @click.option("--session", "-s", help="Include this session's scope (files touched).")
@@ -207,11 +219,23 @@ def compose(
     session: str | None,
     as_json: bool,
 ) -> None:
-    """Print the prompt composed for a task type: persistent + volatile blocks + body."""
+    """Print the prompt composed for a task type: persistent + volatile blocks + body.
+
+    \b
+    Two inputs, two meanings:
+      --prompt TEXT  what memlane searches its memory for: the memories it finds are the body
+                     (prompt_injection: "## Relevant memories"; mcp_context_pack: the task)
+      --body TEXT    your own text, placed as the body as it is ("## Body"); nothing is retrieved
+    Without either, session_start shows what SessionStart would inject now.
+    """
+    if body is not None and prompt is not None and task_type in NATIVE:
+        raise click.UsageError(
+            "give --prompt (memlane retrieves memories for it) or --body (your own text instead), not both"
+        )
     cfg = config.load()
     proj = _project(ctx)
     snap, _source = _context(proj, cfg, session)
-    if body is None and task_type in ("session_start", "prompt_injection", "mcp_context_pack"):
+    if body is None and task_type in NATIVE:
         text = _native(task_type, proj, cfg, snap, prompt or "", max_chars)
         if as_json:
             render.emit_json({"task": task_type, "prompt": text, "chars": len(text)})
@@ -220,7 +244,11 @@ def compose(
         return
     if body == "-":
         body = sys.stdin.read()
-    parts = PromptComposer(cfg).compose_parts(task_type, snap, body or "", header=header, max_chars=max_chars)
+    # Text given with --body is the caller's, never shown as memlane's memories or recent work.
+    title = "## Body" if task_type in NATIVE else None
+    parts = PromptComposer(cfg).compose_parts(
+        task_type, snap, body or "", header=header, max_chars=max_chars, body_title=title
+    )
     if as_json:
         render.emit_json(parts.as_dict())
     else:

@@ -34,7 +34,7 @@ from memlane.cli import (
 from memlane.cli.invocation import CWD_HELP, PROJECT_ID_HELP, Ctx, check_cwd, no_memory_line, pass_ctx, project_options
 from memlane.cli.params import EVENT_TYPE, OUTPUT_FILE, WHEN
 from memlane.errors import MemlaneError
-from memlane.memory import Memory, NoMemoryYet, check_query
+from memlane.memory import Memory, NoMemoryYet, check_query, check_window
 from memlane.store.db import StoreDamaged, is_damage
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
@@ -120,6 +120,7 @@ def history(
     as_json: bool,
 ) -> None:
     """Recent events, newest first (by when they happened, so imported history sorts in place)."""
+    check_window(since, until)  # refused even where no store exists yet
     with obj.reading(as_json) as mem:
         if mem is None:
             return
@@ -153,11 +154,9 @@ def show(obj: Ctx, ref: str, as_json: bool) -> None:
                 ("time", event.ts),
                 ("session", event.session_id),
                 ("project", event.project_id),
+                *((key, value) for key, value in sorted(event.metadata.items()) if value not in (None, "", {})),
             ]
         )
-        for key, value in sorted(event.metadata.items()):
-            if value not in (None, "", {}):
-                render.console.print(f"[dim]{key}:[/] {value}")
         render.console.print()
         render.console.print(event.content, markup=False)
 
@@ -218,6 +217,7 @@ def search(
     from memlane.retrieval.engine import Engine
 
     text = check_query(" ".join(query))  # refused even where no store exists yet (reading() answers "empty")
+    check_window(since, until)
     with obj.reading(as_json) as mem:
         if mem is None:
             return
@@ -232,6 +232,12 @@ def search(
             text, limit=limit, session=session, types=list(types), since=since, until=until, engine=engine
         )
         rows = disclose(mem.store, hits, disclosure, budget)
+        if engine.model_error:  # never silently text-only
+            render.err_console.print(
+                f"embedding model '{mem.config.embedding.model}' cannot be used ({engine.model_error}); "
+                "these are full-text results only (`memlane doctor` says how to fix it)",
+                markup=False,
+            )
     if as_json:
         render.emit_json(rows)
     elif not rows:

@@ -322,6 +322,8 @@ def import_doc(state: State, paths: tuple[str, ...], kind: str | None, dry_run: 
     """Parse feature-list.md / domain-definition.md into progress.json (default: the project's own)."""
     from memlane.workflow import docs
 
+    for p in paths:  # before anything is read or changed
+        docs.check_document(p)
     memory_id = state.memory_id()
     if paths:
         todo = [(kind or docs.detect_kind(p, Path(p).read_text(encoding="utf-8", errors="replace")), p) for p in paths]
