@@ -78,7 +78,7 @@ def set_(key: str, value: str) -> None:
         raise click.UsageError("give a key as section.key, e.g. injection.max_chars")
     data = config.read_file(paths.config_path())
     data.setdefault(section, {})[name] = config.parse_value(value)
-    note = _check_embedding(data) if section == "embedding" and name in EMBEDDING_KEYS else ""
+    note = _check_embedding(data, name) if section == "embedding" and name in EMBEDDING_KEYS else ""
     _write(data)
     click.echo(f"{key} = {tomli_w.dumps({'v': config.get_value(config.load(), key)})[4:].strip()}")
     if note:
@@ -88,8 +88,12 @@ def set_(key: str, value: str) -> None:
 EMBEDDING_KEYS = ("model", "provider", "runtime", "url", "api_key_env")
 
 
-def _check_embedding(data: dict[str, dict[str, Any]]) -> str:
-    """Refuse a model that cannot be used (nothing is written); return what could not be checked."""
+def _check_embedding(data: dict[str, dict[str, Any]], key: str) -> str:
+    """Refuse a model or runtime that cannot be used (nothing is written); return what could not be checked.
+
+    Setting the provider, url or key first, before the model, is the usual order (the README's): then the
+    model still named is only a note, so the settings can be changed one at a time.
+    """
     from memlane.embed.check import check
 
     cfg = config.Config()
@@ -99,8 +103,10 @@ def _check_embedding(data: dict[str, dict[str, Any]]) -> str:
             for key, value in values.items():
                 setattr(cfg.embedding, key, value)
     verdict = check(cfg.embedding)
-    if verdict.problem:
+    if verdict.problem and key in ("model", "runtime"):
         raise click.ClickException(f"{verdict.problem}; embedding settings left unchanged")
+    if verdict.problem:
+        return f"{verdict.problem}; set embedding.model to one that works next"
     return verdict.note
 
 

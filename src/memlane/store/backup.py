@@ -1,7 +1,7 @@
 """Online backups of a project's store: what `doctor --repair` restores events from when pages are lost.
 
 The daemon takes them (``daemon.backups``), with SQLite's backup API: a consistent snapshot read in one
-step while hooks keep writing (WAL), into ``projects/<id>/backups/memory-<UTC time>.db``, created 0600 in
+step while hooks keep writing (WAL), into ``projects/<id>/backups/memory-<UTC time>-s<newest event>.db``, created 0600 in
 a 0700 folder, written as a temp file and renamed into place, so a backup is whole or absent. Only the
 newest ``store.backups_kept`` stay. A store that fails the damage check is never backed up: a damaged copy
 would push out the good ones.
@@ -16,6 +16,7 @@ import os
 import sqlite3
 import time
 from contextlib import closing
+from datetime import UTC, datetime
 
 from memlane.store.health import probe
 
@@ -38,19 +39,38 @@ def existing(db_file: str) -> list[str]:
     return [os.path.join(where, n) for n in sorted(names, reverse=True)]
 
 
+def _seq_of(path: str) -> int | None:
+    """The newest event a backup holds, from its name (``memory-<time>-s<seq>.db``)."""
+    stem = os.path.basename(path)[len(PREFIX) : -len(SUFFIX)]
+    _, _, seq = stem.rpartition("-s")
+    return int(seq) if seq.isdigit() else None
+
+
+def _newest_event(conn: sqlite3.Connection) -> int:
+    return int(conn.execute("SELECT coalesce(max(seq), 0) FROM events").fetchone()[0])
+
+
 def due(db_file: str, interval_s: float, now: float | None = None) -> bool:
-    """Whether the store changed since its newest backup and that backup is older than ``interval_s``."""
-    if interval_s <= 0:
+    """Whether the store has events its newest backup lacks and that backup is older than ``interval_s``.
+
+    Judged by the newest event (``max(seq)``, one indexed read), not by file times: closing the last
+    connection checkpoints the WAL into the file, so a store "changes" on disk without a new event.
+    """
+    if interval_s <= 0 or not os.path.exists(db_file):
+        return False
+    try:
+        with closing(sqlite3.connect(f"file:{db_file}?mode=ro", uri=True, timeout=5)) as conn:
+            newest = _newest_event(conn)
+    except sqlite3.Error:
         return False
     backups = existing(db_file)
     if not backups:
-        return os.path.exists(db_file)
+        return newest > 0
     try:
-        newest = os.stat(backups[0]).st_mtime
-        changed = max(os.stat(db_file + s).st_mtime for s in ("", "-wal") if os.path.exists(db_file + s))
-    except (OSError, ValueError):
+        age = (now if now is not None else time.time()) - os.stat(backups[0]).st_mtime
+    except OSError:
         return False
-    return changed > newest and (now if now is not None else time.time()) - newest >= interval_s
+    return newest != _seq_of(backups[0]) and age >= interval_s
 
 
 def take(db_file: str, keep: int) -> str | None:
@@ -60,13 +80,8 @@ def take(db_file: str, keep: int) -> str | None:
     """
     where = folder(db_file)
     os.makedirs(where, mode=0o700, exist_ok=True)
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
-    target = os.path.join(where, f"{PREFIX}{stamp}{SUFFIX}")
-    n = 1
-    while os.path.exists(target):  # two backups within a second (tests, a forced run)
-        target = os.path.join(where, f"{PREFIX}{stamp}-{n}{SUFFIX}")
-        n += 1
-    tmp = os.path.join(where, f".{os.path.basename(target)}.{os.getpid()}.tmp")
+    os.chmod(where, 0o700)
+    tmp = os.path.join(where, f".{PREFIX}{os.getpid()}-{os.urandom(4).hex()}.tmp")
     os.close(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     try:
         with closing(sqlite3.connect(db_file, timeout=5)) as src:
@@ -75,7 +90,9 @@ def take(db_file: str, keep: int) -> str | None:
             with closing(sqlite3.connect(tmp)) as dst:
                 src.backup(dst)  # one step: a consistent snapshot; writers go on in the WAL meanwhile
                 dst.execute("PRAGMA journal_mode = DELETE")  # a self-contained file: no -wal/-shm beside it
+                newest = _newest_event(dst)
         os.chmod(tmp, 0o600)
+        target = _name(where, newest)
         os.replace(tmp, target)
     finally:
         for leftover in (tmp, tmp + "-journal", tmp + "-wal", tmp + "-shm"):
@@ -89,6 +106,15 @@ def take(db_file: str, keep: int) -> str | None:
         except OSError:
             pass
     return target
+
+
+def _name(where: str, newest: int) -> str:
+    """``memory-<UTC time to the microsecond>-s<newest event>.db``: names sort as the backups were taken."""
+    while True:
+        stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+        target = os.path.join(where, f"{PREFIX}{stamp}-s{newest}{SUFFIX}")
+        if not os.path.exists(target):
+            return target
 
 
 def drop(db_file: str) -> int:
