@@ -14,7 +14,6 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import payload
-from memlane import paths
 from memlane.cli.main import cli
 
 SRC = Path(__file__).resolve().parents[1] / "src"
@@ -141,7 +140,7 @@ def test_reads_leave_nothing_behind(proj: Path, memlane_home: Path, args: list[s
     home = Path(os.environ["HOME"])
     before = _files(memlane_home, home, proj)
     result = CliRunner().invoke(cli, ["-C", str(proj), *args])
-    assert "Traceback" not in result.output and result.exception is None or isinstance(result.exception, SystemExit)
+    assert ("Traceback" not in result.output and result.exception is None) or isinstance(result.exception, SystemExit)
     assert _files(memlane_home, home, proj) - before - {str(memlane_home)} == set(), result.output
     assert not (memlane_home / "daemon.json").exists()
     projects = CliRunner().invoke(cli, ["projects", "--json"])

@@ -290,7 +290,9 @@ def test_repair_brings_back_hook_captured_events_from_the_transcript(
     assert captured <= back  # every prompt, answer and tool result the hooks had stored
 
 
-def test_repair_never_brings_back_a_forgotten_event(proj: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_repair_never_brings_back_a_forgotten_event(
+    proj: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     from history_fixtures import rich_claude_session
 
     from memlane.store import backup
@@ -327,7 +329,7 @@ def test_repair_reads_the_leaves_of_a_lost_interior_root_page_by_page(proj: Path
         forgotten = mem.store.history(limit=1)[0]
     _cli(proj, "forget", forgotten.cite, "--yes")
     _lose_events_root(db, how)
-    code, out = _cli(proj, "doctor", "--repair")
+    _code, out = _cli(proj, "doctor", "--repair")
     assert f"{N_EVENTS - 1} from the damaged file's pages, read one by one" in out, out
     with Memory.open(proj, create=False) as mem:
         after = {(e.id, e.cite, e.content, e.ts) for e in mem.store.history(limit=1000)}

@@ -68,7 +68,11 @@ def test_c_to_a_file_says_not_a_folder(stored: Path) -> None:
     (stored / "app.py").write_text("print(1)\n")
     for args in (["-C", str(stored / "app.py"), "history"], ["history", "-C", str(stored / "app.py")]):
         code, out = run(*args)
-        assert code == 1 and out == f"Error: -C {stored / 'app.py'}: not a folder (give the folder of the project, not a file in it)\n"
+        assert (
+            code == 1
+            and out
+            == f"Error: -C {stored / 'app.py'}: not a folder (give the folder of the project, not a file in it)\n"
+        )
     code, out = run("history", "-C", str(stored / "nowhere"))
     assert code == 1 and out == f"Error: -C {stored / 'nowhere'}: no such folder\n"
 
@@ -169,7 +173,7 @@ def test_every_json_output_uses_iso_times(stored: Path, hook: Callable[..., str]
         ["daemon", "status"], ["import", "validate"], ["config", "path"],
     ]  # fmt: skip
     for args in commands:
-        code, out = run("-C", str(stored), *args, "--json")
+        _code, out = run("-C", str(stored), *args, "--json")
         data = json.loads(out)
         assert list(_epoch_times(data)) == [], args
     projects = json.loads(run("projects", "--json")[1])
@@ -215,7 +219,7 @@ def test_bad_paths_are_one_line_errors(stored: Path, args: list[str], says: str)
 
 
 def test_export_to_a_good_path_still_works(stored: Path, tmp_path: Path) -> None:
-    code, out = run("-C", str(stored), "export", "-o", str(tmp_path / "memory.jsonl"))
+    code, _out = run("-C", str(stored), "export", "-o", str(tmp_path / "memory.jsonl"))
     assert code == 0 and len((tmp_path / "memory.jsonl").read_text().splitlines()) == 3
 
 
@@ -225,7 +229,9 @@ def test_export_to_a_good_path_still_works(stored: Path, tmp_path: Path) -> None
 def test_compose_body_is_never_shown_as_a_memory(stored: Path) -> None:
     code, out = run("-C", str(stored), "context", "compose", "--task", "prompt_injection", "--body", "my own notes")
     assert code == 0 and "## Body\nmy own notes" in out and "Relevant memories" not in out
-    code, out = run("-C", str(stored), "context", "compose", "--task", "prompt_injection", "--prompt", "checkout time out")
+    code, out = run(
+        "-C", str(stored), "context", "compose", "--task", "prompt_injection", "--prompt", "checkout time out"
+    )
     assert code == 0 and "## Relevant memories" in out and "checkout time out under load" in out
     code, out = run(
         "-C", str(stored), "context", "compose", "--task", "prompt_injection", "--prompt", "a", "--body", "b"
@@ -267,7 +273,7 @@ def test_config_set_takes_the_models_that_are_installed(tmp_path: Path) -> None:
 
 
 class _Models(BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - the http.server API
+    def do_GET(self) -> None:
         body = json.dumps({"data": [{"id": "nomic-embed-text:latest"}, {"id": "mxbai-embed-large"}]}).encode()
         self.send_response(200 if self.path == "/v1/models" else 404)
         self.send_header("Content-Type", "application/json")
@@ -294,7 +300,9 @@ def test_endpoint_models_are_checked_against_what_the_endpoint_lists(endpoint: s
     code, out = run("config", "set", "embedding.model", "nomic-embed-text")
     assert code == 0, out
     code, out = run("config", "set", "embedding.model", "nonexistent-model")
-    assert code == 1 and "has no model 'nonexistent-model' (it lists: nomic-embed-text:latest, mxbai-embed-large)" in out
+    assert (
+        code == 1 and "has no model 'nonexistent-model' (it lists: nomic-embed-text:latest, mxbai-embed-large)" in out
+    )
     assert run("config", "set", "embedding.url", "http://127.0.0.1:9/v1")[0] == 0  # nothing listens there
     code, out = run("config", "set", "embedding.model", "anything")
     assert code == 0 and "Note: could not ask http://127.0.0.1:9/v1 which models it has" in out

@@ -5,7 +5,8 @@ terminal shows them). The commands run in ``bash`` from a project folder ``~/sho
 folder (``HOME`` and so ``~/.memlane`` are temporary), with ``memlane`` being this source tree and its
 default settings (only the daemon's port is a free one, so no other daemon is met), and output piped
 (so tables are tab-separated rows; whitespace is compared loosely). Nothing in the README starts the
-daemon (a search is a read: ``daemon.search_starts`` is off), which the test checks at the end. What changes run to run is matched by shape:
+daemon (a search is a read: ``daemon.search_starts`` is off), which the test checks at the end. What
+changes run to run is matched by shape:
 
 - ``mem:k3x9q2`` (a citation) and ``shop-1a2b3c4d`` (a project id) match any of their kind; the first
   match binds the name, later output must agree, and later commands get the real value substituted,

@@ -20,7 +20,9 @@ from memlane.store.db import NewEvent
 
 def _store(proj: Path, n: int = 5, session: str = "s1") -> str:
     with Memory.open(proj) as mem:
-        mem.store.append(NewEvent("user_prompt", session, f"prompt {i} in {session}", f"{session}-{i}") for i in range(n))
+        mem.store.append(
+            NewEvent("user_prompt", session, f"prompt {i} in {session}", f"{session}-{i}") for i in range(n)
+        )
         return mem.store.file
 
 

@@ -190,14 +190,14 @@ class AppContextService:
         *,
         project_id: str | None = None,
         volatile: ContextStore | None = None,
-        persistent: ContextStore | None = None,
+        persistent: FileContextStore | MemoryContextStore | None = None,
     ) -> None:
         """``persistent``: where rules are cached (default: the project's file; a ``MemoryContextStore`` for a
         read of a project memlane keeps nothing for, so the read writes nothing)."""
         self.cfg = _config(cfg)
         self.root = root
         self.project_id = project_id or project.project_id(root)
-        self.persistent = (
+        self.persistent: FileContextStore | MemoryContextStore = (
             persistent
             if persistent is not None
             else project_store(self.project_id, ContextScope.APP, PersistenceKind.PERSISTENT)

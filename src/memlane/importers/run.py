@@ -311,7 +311,13 @@ class Importer:
         return self._store(mem, c, parsed, events, fields, "imported")
 
     def _store(
-        self, mem: Memory, c: Candidate, parsed: ParsedSession, events: list[NewEvent], fields: dict[str, Any], status: str
+        self,
+        mem: Memory,
+        c: Candidate,
+        parsed: ParsedSession,
+        events: list[NewEvent],
+        fields: dict[str, Any],
+        status: str,
     ) -> FileResult:
         """Store one session's events (an import, or a dry run into a scratch copy of the session).
 

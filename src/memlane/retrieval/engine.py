@@ -123,8 +123,8 @@ class Engine:
     def warm(self, project_id: str | None) -> None:
         """Get ready for a first search that has not come yet (the MCP server calls this as it starts).
 
-        With the daemon: start it if it is down (and ``start_daemon`` allows it), so the session's first search finds one
-        warm model. Without one: load the model and open the index here, in the background, so the first
+        With the daemon: start it if it is down (and ``start_daemon`` allows it), so the session's first search
+        finds one warm model. Without one: load the model and open the index here, in the background, so the first
         search does not wait for them.
         """
         if not self.vectors:

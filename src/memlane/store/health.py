@@ -15,7 +15,8 @@ with no rows, and ``history`` said "No events match." with exit 0 while every ev
 - the events table and its full-text index (every event has a row there, kept by the insert and delete
   triggers) must agree on the newest event: ``max(seq)`` against the FTS ``docsize`` table's ``max(id)``.
 
-Measured: ~0.3 ms on a 10-event store, ~0.5 ms on a 100k-event one (``benchmarks/store_probe.py``).
+Measured (``python benchmarks/store_probe.py``, 300 runs, a 2-core machine at load ~16): p50 0.17 ms, p95
+0.25–0.29 ms, the same at 10, 10,000 and 100,000 events.
 """
 
 from __future__ import annotations

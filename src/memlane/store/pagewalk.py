@@ -111,7 +111,7 @@ def _payload(db: _File, page: bytes, at: int, usable: int) -> tuple[int, bytes]:
         if overflow is None:
             break
         next_page = struct.unpack(">I", overflow[:4])[0]
-        out += overflow[4 : usable][: total - len(out)]
+        out += overflow[4:usable][: total - len(out)]
     return rowid, bytes(out[:total])
 
 

@@ -24,8 +24,8 @@ import shutil
 import sqlite3
 import subprocess
 import time
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from memlane.store import backup, keys, pagewalk, schema
@@ -316,7 +316,7 @@ def _merge_backup(db: sqlite3.Connection, alias: str, label: str, report: Repair
 
 
 def _tombstones(db: sqlite3.Connection, schema_name: str) -> list[dict[str, Any]]:
-    out = []
+    out: list[dict[str, Any]] = []
     if not _columns(db, f"{schema_name}.tombstones"):
         return out
     for ts, scope, selector, detail in db.execute(f"SELECT ts, scope, selector, detail FROM {schema_name}.tombstones"):
