@@ -220,6 +220,10 @@ def test_a_lost_events_root_is_reported_by_every_command(proj: Path, how: str) -
         assert code == 1, (command, out)
         assert out.count("\n") == 1 and out.startswith("Error: memory store"), (command, out)
         assert "damaged" in out and "doctor --repair" in out, (command, out)
+    code, out = _cli(proj, "status")  # a report of many lines: the project's line says it, and the exit
+    assert code == 1 and "store damaged (" in out and "doctor --repair" in out
+    code, out = _cli(proj, "doctor")
+    assert code == 1 and "FAIL store" in out
 
 
 def test_the_damage_check_passes_healthy_stores_of_every_shape(proj: Path) -> None:

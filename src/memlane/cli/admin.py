@@ -121,14 +121,15 @@ def status(ctx: click.Context, as_json: bool) -> None:
     installed = {s: inst.installed_events(inst.settings_path(cast(inst.Scope, s), root)) for s in SCOPES}
     db = proj.db_path
     events = None
-    if db.exists():
+    damaged = peek.damage(db) if db.exists() else None
+    if db.exists() and not damaged:
         events = peek.count_events(db)
     data: dict[str, Any] = {
         "version": __import__("memlane").__version__,
         "data_dir": str(paths.home()),
         "data_bytes": _dir_size(paths.home()),
         "projects": len(project.known_projects()),
-        "project": {"id": proj.id, "root": str(proj.root), "db": str(db), "events": events},
+        "project": {"id": proj.id, "root": str(proj.root), "db": str(db), "events": events, "damaged": damaged},
         "hooks": {s: sorted(v) for s, v in installed.items()},
         "spooled_files": len(spool.pending()),
         "logs": str(paths.logs_dir()),
@@ -136,17 +137,22 @@ def status(ctx: click.Context, as_json: bool) -> None:
     }
     if as_json:
         render.emit_json(data)
-        return
+        ctx.exit(1 if damaged else 0)
+    here = f"{proj.id} — {events if events is not None else 'no'} event(s)"
+    if damaged:
+        here = f"{proj.id} — store damaged ({damaged}); run `memlane doctor --repair`"
     render.kv_table(
         [
             ("memlane", data["version"]),
             *_setup_rows(data),
             ("data", f"{data['data_dir']} ({render.human_bytes(data['data_bytes'])}, {data['projects']} project(s))"),
-            ("this project", f"{proj.id} — {events if events is not None else 'no'} event(s)"),
+            ("this project", here),
             ("spool", f"{data['spooled_files']} file(s) waiting" if data["spooled_files"] else "empty"),
             ("logs", data["logs"]),
         ]
     )
+    if damaged:
+        ctx.exit(1)
 
 
 def _setup(root: Path) -> dict[str, Any]:
