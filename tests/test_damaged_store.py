@@ -354,3 +354,30 @@ def test_the_page_reader_decodes_what_sqlite_wrote(tmp_path: Path) -> None:
     got = [values for _rowid, values in pagewalk.records(db)]
     assert [None, "short", -5, 1.5, b"\x00\x01", None] in got
     assert [None, long_text, 2**40, -0.25, b"", "é" * 3] in got
+
+
+def test_repair_brings_back_codex_sessions_from_their_rollouts(
+    proj: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(Path(__file__).parent / "importers"))
+    from history_fixtures import rich_codex_rollout
+
+    codex_dir = tmp_path / "codex-home"
+    monkeypatch.setenv("CODEX_HOME", str(codex_dir))
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "no-claude"))
+    rich_codex_rollout("019a2d7a-41c4-78b1-b7cc-a45d62a89cd9", proj).write(codex_dir)
+    code, out = _cli(proj, "import", "--no-embed")
+    assert code == 0, out
+    with Memory.open(proj, create=False) as mem:
+        before = {(e.type, e.content) for e in mem.store.history(limit=500)}
+        db = mem.store.file
+    _lose_events_root(db, "zeros")
+    # The rollout's tool outputs make a root with leaves under it, which the page reader would bring back:
+    # take that source away, so what comes back comes from the rollout.
+    from memlane.store import pagewalk
+
+    monkeypatch.setattr(pagewalk, "rows_like", lambda _path, shapes: {name: [] for name in shapes})
+    _code, out = _cli(proj, "doctor", "--repair")
+    assert f"{len(before)} from Codex rollouts" in out, out
+    with Memory.open(proj, create=False) as mem:
+        assert {(e.type, e.content) for e in mem.store.history(limit=500)} == before

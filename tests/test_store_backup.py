@@ -128,3 +128,16 @@ def test_the_daemons_loop_runs_the_job(proj: Path) -> None:
         daemon.stop.set()
         loop.join(timeout=10)
     assert len(backup.existing(db)) == 1 and daemon.backups.taken == 1
+
+
+def test_a_redaction_takes_the_backups_with_it(proj: Path) -> None:
+    from memlane import privacy_scan
+
+    with Memory.open(proj) as mem:  # stored before today's rules: NewEvent bypasses the capture filter
+        secret = "env: GITHUB_TOKEN=ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+        mem.store.append([NewEvent("tool_observation", "s1", secret, "x")])
+        db = mem.store.file
+        assert backup.take(db, keep=3) is not None
+        report = privacy_scan.scan(mem)
+        assert report.findings and privacy_scan.redact(mem, report) == 1
+    assert backup.existing(db) == []
