@@ -19,9 +19,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 
-from memlane.store import backup  # noqa: E402
-from memlane.store.db import NewEvent, Store  # noqa: E402
-from memlane.store.health import probe  # noqa: E402
+from memlane.store import backup
+from memlane.store.db import NewEvent, Store
+from memlane.store.health import probe
 
 
 def build(path: str, n: int) -> None:
