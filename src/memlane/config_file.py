@@ -49,13 +49,19 @@ def split_key(key: str) -> tuple[str, str]:
     return section, name
 
 
-def set_value(key: str, value: Any) -> Any:
-    """Set ``section.key`` in config.toml to ``value`` (already typed: a TOML or JSON value) after validating
-    the whole file; returns the effective value. A bad value raises ``ConfigError`` and writes nothing."""
-    section, name = split_key(key)
+def set_values(values: dict[str, Any]) -> None:
+    """Set several ``section.key`` values (already typed: TOML or JSON values) in one write, after validating
+    the whole file; a bad value raises ``ConfigError`` naming it, and nothing is written."""
     data = config.read_file(paths.config_path())
-    data.setdefault(section, {})[name] = value
+    for key, value in values.items():
+        section, name = split_key(key)
+        data.setdefault(section, {})[name] = value
     _write(data)
+
+
+def set_value(key: str, value: Any) -> Any:
+    """``set_values`` for one key; returns its effective value."""
+    set_values({key: value})
     return config.get_value(config.load(), key)
 
 
