@@ -113,6 +113,29 @@ SECURITY_HEADERS = [
 ]
 
 
+def _spec_search(body: dict[str, Any]) -> dict[str, Any]:
+    """The web-viewer spec's search body (``filters``, ``options``) in the flat form ``_search`` takes."""
+    out = dict(body)
+    filters, options = body.get("filters"), body.get("options")
+    if filters is not None:
+        if not isinstance(filters, dict):
+            raise InputError("filters must be a JSON object")
+        for spec, flat in (("sessionId", "session"), ("dateFrom", "since"), ("dateTo", "until")):
+            if filters.get(spec) is not None:
+                out[flat] = filters[spec]
+        kinds = filters.get("eventType")
+        if kinds is not None:
+            out["types"] = [kinds] if isinstance(kinds, str) else kinds
+    if options is not None:
+        if not isinstance(options, dict):
+            raise InputError("options must be a JSON object")
+        if "topK" in options:
+            out["limit"] = options["topK"]
+        if "minScore" in options:
+            out["min_score"] = options["minScore"]
+    return out
+
+
 def _login_needed() -> Response:
     """What a browser without a session sees: how to get in, never a page of the dashboard."""
     from starlette.responses import HTMLResponse
@@ -182,7 +205,11 @@ class Daemon:
 
     def _search(self, body: dict[str, Any]) -> dict[str, Any]:
         """One ``Memory.search`` call: the library checks the query, limit, types and since/until, so
-        HTTP accepts and refuses exactly what the CLI and MCP tools do. Only JSON shapes are checked here."""
+        HTTP accepts and refuses exactly what the CLI and MCP tools do. Only JSON shapes are checked here.
+
+        Also takes the web-viewer spec's shape (``filters: {sessionId, eventType, dateFrom, dateTo}``,
+        ``options: {topK, minScore}``) and answers with the spec's ``meta`` (total matches, time, mode)."""
+        body = _spec_search(body)
         for name in ("types", "exclude_ids"):
             value = body.get(name)
             if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
@@ -190,7 +217,11 @@ class Daemon:
         for name in ("session", "since", "until"):
             if body.get(name) is not None and not isinstance(body[name], str):
                 raise InputError(f"{name} must be a string")
+        min_score = body.get("min_score", 0.0)
+        if isinstance(min_score, bool) or not isinstance(min_score, int | float) or not 0 <= min_score <= 1:
+            raise InputError("minScore must be a number from 0 to 1")
         with self.memory(body) as mem:
+            started = time.perf_counter()
             hits = mem.search(
                 body.get("query", ""),  # a missing or non-string query is refused by Memory.search
                 limit=body.get("limit", 10),
@@ -201,7 +232,17 @@ class Daemon:
                 exclude_ids=body.get("exclude_ids") or (),
                 engine=self.engine,
             )
-            return {"project_id": mem.project.id, "results": [h.as_dict() for h in hits]}
+            elapsed = (time.perf_counter() - started) * 1000
+            hits = [h for h in hits if h.score >= min_score]
+            return {
+                "project_id": mem.project.id,
+                "results": [h.as_dict() for h in hits],
+                "meta": {
+                    "totalMatches": mem.count_matches(body["query"]),
+                    "searchTime": round(elapsed, 1),
+                    "mode": self.engine.mode(mem, body["query"]),
+                },
+            }
 
     def _inject(self, body: dict[str, Any]) -> dict[str, Any]:
         prompt = body.get("prompt")
