@@ -185,7 +185,13 @@ class Memory:
         out = self.stats()
         out["outbox_health"] = self.store.outbox_health()
         out["injection"] = self.store.injection_counts()
-        out["redactions"] = self.store.redaction_kinds()
+        # What was removed, by kind: at capture (the events' privacy stamps, summed by ``stats``), and each secret
+        # kind a later ``memlane privacy scan --redact`` found.
+        out["redactions"] = {
+            "private section": out["privacy"]["private_sections"],
+            "secret (at capture)": out["privacy"]["secrets_redacted"],
+            **{f"{k} (scan)": n for k, n in self.store.scan_redaction_kinds().items()},
+        }
         out["vectors_bytes"] = _tree_bytes(paths.vectors_dir(self.project.id))
         return out
 

@@ -1,9 +1,11 @@
 """The spec's JSON routes, in-process: each with good input and bad input (a clear 4xx)."""
 
+# ruff: noqa: F811  (the `site` fixture is imported from web_support)
 from __future__ import annotations
 
-from memlane import config
 from web_support import TOKEN, Site, site  # noqa: F401
+
+from memlane import config
 
 
 def get(s: Site, path: str) -> tuple[int, dict]:  # type: ignore[type-arg]
@@ -23,7 +25,10 @@ def test_sessions_paged(site: Site) -> None:
     assert body["sessions"][0]["sessionId"] == "s-two" and body["sessions"][0]["status"] == "active"
     assert get(site, "/api/sessions?page=2&pageSize=1")[1]["sessions"][0]["sessionId"] == "s-one"
     assert get(site, "/api/sessions?page=0")[0] == 400
-    assert get(site, "/api/sessions?pageSize=abc") == (400, {"error": "pageSize must be a whole number from 1 to 200, got 'abc'"})
+    assert get(site, "/api/sessions?pageSize=abc") == (
+        400,
+        {"error": "pageSize must be a whole number from 1 to 200, got 'abc'"},
+    )
     assert get(site, "/api/sessions?pageSize=201")[0] == 400
 
 
@@ -49,7 +54,13 @@ def test_events_filtered_and_paged(site: Site) -> None:
     assert first["metadata"]["tokenCount"] > 0
     code, one = get(site, "/api/events?limit=1&sessionId=s-one")
     assert one["total"] == 4 and len(one["events"]) == 1 and one["next"]
-    assert get(site, "/api/events?type=bogus") == (400, {"error": "unknown event type 'bogus' (one of: user_prompt, agent_response, tool_observation, session_start, session_end, session_summary, compaction)"})
+    assert get(site, "/api/events?type=bogus") == (
+        400,
+        {
+            "error": "unknown event type 'bogus' (one of: user_prompt, agent_response, tool_observation, "
+            "session_start, session_end, session_summary, compaction)"
+        },
+    )
     assert get(site, "/api/events?since=yesterdayish")[0] == 400
     assert get(site, "/api/events?limit=0")[0] == 400
 
@@ -126,8 +137,12 @@ def test_config_patch_refuses_bad_values_with_the_cli_message(site: Site) -> Non
 
 
 def test_search_takes_the_spec_shape_and_answers_with_meta(site: Site) -> None:
-    body = {"project_id": site.project_id, "query": "pool timeout",
-            "filters": {"eventType": ["agent_response"]}, "options": {"topK": 3}}  # fmt: skip
+    body = {
+        "project_id": site.project_id,
+        "query": "pool timeout",
+        "filters": {"eventType": ["agent_response"]},
+        "options": {"topK": 3},
+    }
     r = site.client.post("/api/search", json=body, headers={"Authorization": f"Bearer {TOKEN}"})
     assert r.status_code == 200, r.text
     answer = r.json()
@@ -136,8 +151,9 @@ def test_search_takes_the_spec_shape_and_answers_with_meta(site: Site) -> None:
     bad = {"project_id": site.project_id, "query": "pool", "options": {"minScore": 7}}
     r = site.client.post("/api/search", json=bad, headers={"Authorization": f"Bearer {TOKEN}"})
     assert r.status_code == 400 and "minScore" in r.json()["error"]
-    r = site.client.post("/api/search", json={**bad, "options": None, "filters": "x"},
-                         headers={"Authorization": f"Bearer {TOKEN}"})  # fmt: skip
+    r = site.client.post(
+        "/api/search", json={**bad, "options": None, "filters": "x"}, headers={"Authorization": f"Bearer {TOKEN}"}
+    )
     assert r.status_code == 400
 
 

@@ -1,5 +1,6 @@
 """Who gets in: one-time links, the session cookie, CSRF on every mutation, Host/Origin, the password, binding."""
 
+# ruff: noqa: F811  (the `site` fixture is imported from web_support)
 from __future__ import annotations
 
 import time
@@ -7,11 +8,11 @@ from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
+from web_support import BASE, TOKEN, Site, csrf_in, site  # noqa: F401
 
 from memlane import config, config_file
 from memlane.daemon import server
 from memlane.web import auth
-from web_support import BASE, TOKEN, Site, csrf_in, site  # noqa: F401
 
 
 def fresh_client(s: Site) -> TestClient:
@@ -62,16 +63,24 @@ def test_login_links_need_the_daemon_token(site: Site) -> None:
 
 def test_foreign_origin_and_host_are_refused(site: Site) -> None:
     assert site.client.get("/api/sessions", headers={"Origin": "http://evil.example"}).status_code == 403
-    r = site.client.post("/forget", data={"kind": "event", "event": "x"},
-                         headers={"Origin": "http://evil.example", "X-CSRF-Token": site.csrf})  # fmt: skip
+    r = site.client.post(
+        "/forget",
+        data={"kind": "event", "event": "x"},
+        headers={"Origin": "http://evil.example", "X-CSRF-Token": site.csrf},
+    )
     assert r.status_code == 403
     assert site.client.get("/api/sessions", headers={"Host": "evil.example:37777"}).status_code == 403
 
 
 def test_every_mutation_needs_the_csrf_token(site: Site) -> None:
     before = site.memory().store.count()
-    for method, path in [("POST", "/forget"), ("POST", "/settings/set"), ("POST", "/regions/add"),
-                         ("PATCH", "/api/config"), ("POST", "/logout")]:  # fmt: skip
+    for method, path in [
+        ("POST", "/forget"),
+        ("POST", "/settings/set"),
+        ("POST", "/regions/add"),
+        ("PATCH", "/api/config"),
+        ("POST", "/logout"),
+    ]:
         for headers in ({}, {"X-CSRF-Token": "wrong"}):
             r = site.client.request(method, path, headers=headers, data={"kind": "range", "since": "3000d"})
             assert r.status_code == 403, (method, path)

@@ -29,9 +29,15 @@ from conftest import PAYLOADS
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
-]  # fmt: skip
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 HOSTILE = '<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2"> stored hostile text'
 
 pytestmark = [
@@ -77,18 +83,30 @@ def seed(root: Path) -> dict[str, Any]:
             [
                 NewEvent("session_start", "sess-pool", f"Session started (startup) in {root}", "a0"),
                 NewEvent("user_prompt", "sess-pool", "why does the connection pool timeout under load?", "a1"),
-                NewEvent("agent_response", "sess-pool", "The pool timeout comes from max_connections=5; raise it.", "a2"),
-                NewEvent("tool_observation", "sess-pool", "Edited db/pool.py: max_connections 5 -> 20", "a3",
-                         {"tool_name": "Edit", "file_path": "db/pool.py"}),  # fmt: skip
+                NewEvent(
+                    "agent_response", "sess-pool", "The pool timeout comes from max_connections=5; raise it.", "a2"
+                ),
+                NewEvent(
+                    "tool_observation",
+                    "sess-pool",
+                    "Edited db/pool.py: max_connections 5 -> 20",
+                    "a3",
+                    {"tool_name": "Edit", "file_path": "db/pool.py"},
+                ),
                 NewEvent("user_prompt", "sess-xss", HOSTILE, "b1"),
                 NewEvent("user_prompt", "sess-forget", "a throwaway prompt to forget later", "c1"),
             ]
         )
         answer = mem.history(types=["agent_response"], limit=1)[0]
-        told = {"mode": "hybrid", "full": [{"id": answer.id, "cite": answer.cite, "score": 0.83, "confidence": "high"}],
-                "index": [], "left_out": [{"id": "x", "cite": "mem:aaaaaa", "score": 0.04, "reason": "below threshold"}]}  # fmt: skip
-        mem.store.append([NewEvent("user_prompt", "sess-told", "what did we do about the pool timeout?", "d1",
-                                   {"injection": told})])  # fmt: skip
+        told = {
+            "mode": "hybrid",
+            "full": [{"id": answer.id, "cite": answer.cite, "score": 0.83, "confidence": "high"}],
+            "index": [],
+            "left_out": [{"id": "x", "cite": "mem:aaaaaa", "score": 0.04, "reason": "below threshold"}],
+        }
+        mem.store.append(
+            [NewEvent("user_prompt", "sess-told", "what did we do about the pool timeout?", "d1", {"injection": told})]
+        )
         hostile = mem.history(session="sess-xss", limit=1)[0]
         throwaway = mem.history(session="sess-forget", limit=1)[0]
         return {"project_id": mem.project.id, "answer": answer.cite, "hostile": hostile.id, "throwaway": throwaway.id}
@@ -112,8 +130,14 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     full_env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLANE_")} | env
     with environment(env):
         seeded = seed(root)
-    out = subprocess.run([sys.executable, "-m", "memlane", "-C", str(root), "dashboard", "--no-open"],
-                         capture_output=True, text=True, env=full_env, timeout=60, check=False)  # fmt: skip
+    out = subprocess.run(
+        [sys.executable, "-m", "memlane", "-C", str(root), "dashboard", "--no-open"],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=60,
+        check=False,
+    )
     assert out.returncode == 0, out.stderr
     link = out.stdout.strip().split()[-1]
     origin = link.split("/login")[0]
@@ -123,18 +147,35 @@ def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     try:
         with sync_playwright() as pw:
             context = pw.chromium.launch_persistent_context(
-                profile, executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS,
+                profile,
+                executable_path=CHROMIUM,
+                headless=True,
+                args=CHROMIUM_ARGS,
                 viewport={"width": 1180, "height": 760},
-            )  # fmt: skip
+            )
             page = context.pages[0] if context.pages else context.new_page()
             page.on("dialog", lambda dialog: dialog.accept())  # confirmations are answered "yes"
-            yield {**seeded, "root": root, "env": full_env, "link": link, "origin": origin, "page": page,
-                   "context": context, "pw": pw, "shots": shots}  # fmt: skip
+            yield {
+                **seeded,
+                "root": root,
+                "env": full_env,
+                "link": link,
+                "origin": origin,
+                "page": page,
+                "context": context,
+                "pw": pw,
+                "shots": shots,
+            }
             context.close()
     finally:
         shutil.rmtree(profile, ignore_errors=True)
-        subprocess.run([sys.executable, "-m", "memlane", "daemon", "stop"], env=full_env, timeout=60,
-                       capture_output=True, check=False)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "memlane", "daemon", "stop"],
+            env=full_env,
+            timeout=60,
+            capture_output=True,
+            check=False,
+        )
 
 
 def shot(app: dict[str, Any], name: str) -> None:
@@ -157,8 +198,14 @@ def test_an_event_captured_by_a_real_hook_appears_live(app: dict[str, Any]) -> N
     page.wait_for_selector("[data-live-state].on")
     hook = json.loads((PAYLOADS / "02-UserPromptSubmit.json").read_text())
     hook.update(cwd=str(app["root"]), prompt="live from a real hook: retry the payment webhook", prompt_id="live-1")
-    done = subprocess.run([sys.executable, "-m", "memlane", "hook", "UserPromptSubmit"], input=json.dumps(hook).encode(),
-                          env=app["env"], capture_output=True, timeout=60, check=False)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-m", "memlane", "hook", "UserPromptSubmit"],
+        input=json.dumps(hook).encode(),
+        env=app["env"],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
     assert done.returncode == 0
     row = page.wait_for_selector("li.event:has-text('live from a real hook')", timeout=15_000)
     assert row.get_attribute("data-type") == "user_prompt"
@@ -222,8 +269,14 @@ def test_change_a_setting_and_get_refused_for_a_bad_one(app: dict[str, Any]) -> 
     row.locator("input[name=value]").fill("many")
     row.locator("form button").click()
     alert = page.wait_for_selector("#set-injection-max_results .error")
-    cli = subprocess.run([sys.executable, "-m", "memlane", "config", "set", "injection.max_results", "many"],
-                         env=app["env"], capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    cli = subprocess.run(
+        [sys.executable, "-m", "memlane", "config", "set", "injection.max_results", "many"],
+        env=app["env"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
     assert cli.returncode == 1
     assert alert.inner_text() == cli.stderr.strip().removeprefix("Error: ")
     assert "max_results = 3" in config_toml.read_text()
@@ -259,7 +312,8 @@ def test_refused_without_cookie_with_foreign_origin_and_without_csrf(app: dict[s
     assert foreign.status == 403
     page.goto(app["origin"] + "/")
     status = page.evaluate(
-        "async () => (await fetch('/forget', {method: 'POST', body: new URLSearchParams({kind: 'range', since: '3000d'})})).status"
+        "async () => (await fetch('/forget', {method: 'POST',"
+        " body: new URLSearchParams({kind: 'range', since: '3000d'})})).status"
     )
     assert status == 403
     token = json.loads(page.get_attribute("body", "hx-headers") or "{}")["X-CSRF-Token"]

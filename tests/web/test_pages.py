@@ -1,18 +1,33 @@
 """The dashboard's pages in-process: every page with good and bad input, hostile content rendered inert, edits
 that reach the library (CLAUDE.md on disk, config.toml, forget)."""
 
+# ruff: noqa: F811  (the `site` fixture is imported from web_support)
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from web_support import Site, site  # noqa: F401
 
 from memlane import config
 from memlane.memory import Memory
-from web_support import Site, site  # noqa: F401
 
-PAGES = ["/", "/sessions", "/sessions/s-one", "/search", "/search?q=pool+timeout", "/told", "/stats", "/settings",
-         "/regions", "/workflow", "/context", "/context?task=session_start", "/forget", "/export"]  # fmt: skip
+PAGES = [
+    "/",
+    "/sessions",
+    "/sessions/s-one",
+    "/search",
+    "/search?q=pool+timeout",
+    "/told",
+    "/stats",
+    "/settings",
+    "/regions",
+    "/workflow",
+    "/context",
+    "/context?task=session_start",
+    "/forget",
+    "/export",
+]
 
 
 @pytest.mark.parametrize("path", PAGES)

@@ -28,8 +28,12 @@ def served(memlane_home: Path, proj: Path) -> Iterator[dict[str, Any]]:
         pass
     out = subprocess.run(
         [sys.executable, "-m", "memlane", "-C", str(proj), "dashboard", "--no-open"],
-        capture_output=True, text=True, env=env, timeout=60, check=False,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
     info = wait_for_daemon()
     try:
         assert out.returncode == 0, out.stderr
@@ -43,11 +47,14 @@ def served(memlane_home: Path, proj: Path) -> Iterator[dict[str, Any]]:
         cookies = [v.split(";")[0] for k, v in resp.getheaders() if k.lower() == "set-cookie"]
         yield {**info, "cookie": "; ".join(cookies), "env": env}
     finally:
-        subprocess.run([sys.executable, "-m", "memlane", "daemon", "stop"], env=env, timeout=60, check=False,
-                       capture_output=True)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "memlane", "daemon", "stop"], env=env, timeout=60, check=False, capture_output=True
+        )
 
 
-def read_events(port: int, cookie: str, want: int, headers: dict[str, str] | None = None, query: str = "") -> list[tuple[int, str]]:
+def read_events(
+    port: int, cookie: str, want: int, headers: dict[str, str] | None = None, query: str = ""
+) -> list[tuple[int, str]]:
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=20)
     conn.request("GET", f"/stream{query}", headers={"Cookie": cookie, "Accept": "text/event-stream", **(headers or {})})
     resp = conn.getresponse()
@@ -72,7 +79,9 @@ def test_a_real_hook_event_arrives_live_and_a_reconnect_resumes(served: dict[str
     port, cookie = served["port"], served["cookie"]
     with Memory.open(proj) as mem:
         start = mem.latest_seq()
-    prompt = payload("02-UserPromptSubmit.json", cwd=str(proj), prompt="live stream check: the <b>bold</b> pool timeout")
+    prompt = payload(
+        "02-UserPromptSubmit.json", cwd=str(proj), prompt="live stream check: the <b>bold</b> pool timeout"
+    )
     assert run_hook_process("UserPromptSubmit", prompt, served["env"]).returncode == 0
     first = read_events(port, cookie, 1, query=f"?after={start}")
     assert len(first) == 1
@@ -80,7 +89,9 @@ def test_a_real_hook_event_arrives_live_and_a_reconnect_resumes(served: dict[str
     assert "live stream check" in html and "&lt;b&gt;bold&lt;/b&gt;" in html and "<b>bold" not in html
     # Two more rows while no one listens; a reconnect with Last-Event-ID gets exactly those.
     for n in (2, 3):
-        more = payload("02-UserPromptSubmit.json", cwd=str(proj), prompt=f"second wave prompt number {n}", prompt_id=f"p{n}")
+        more = payload(
+            "02-UserPromptSubmit.json", cwd=str(proj), prompt=f"second wave prompt number {n}", prompt_id=f"p{n}"
+        )
         assert run_hook_process("UserPromptSubmit", more, served["env"]).returncode == 0
     resumed = read_events(port, cookie, 2, headers={"Last-Event-ID": str(seq)}, query="?after=0")
     assert [s for s, _ in resumed] == sorted(s for s, _ in resumed) and all(s > seq for s, _ in resumed)
@@ -103,10 +114,17 @@ def test_the_stream_refuses_an_unknown_type(served: dict[str, Any]) -> None:
 def test_dashboard_without_memory_still_gives_a_link(memlane_home: Path, tmp_path: Path) -> None:
     env = {**os.environ, "MEMLANE_EMBEDDING_PROVIDER": "openai"}
     try:
-        out = subprocess.run([sys.executable, "-m", "memlane", "-C", str(tmp_path), "dashboard", "--no-open"],
-                             capture_output=True, text=True, env=env, timeout=60, check=False)  # fmt: skip
+        out = subprocess.run(
+            [sys.executable, "-m", "memlane", "-C", str(tmp_path), "dashboard", "--no-open"],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            check=False,
+        )
         assert out.returncode == 0 and "/login?code=" in out.stdout
         assert "one-time" in out.stderr
     finally:
-        subprocess.run([sys.executable, "-m", "memlane", "daemon", "stop"], env=env, timeout=60, check=False,
-                       capture_output=True)  # fmt: skip
+        subprocess.run(
+            [sys.executable, "-m", "memlane", "daemon", "stop"], env=env, timeout=60, check=False, capture_output=True
+        )

@@ -57,19 +57,26 @@ def seed(root: Path) -> dict[str, Any]:
                 NewEvent("user_prompt", "s-one", "why does the pool timeout happen under load?", "t1"),
                 NewEvent("agent_response", "s-one", "The pool timeout comes from max_connections=5.", "t2"),
                 NewEvent(
-                    "tool_observation", "s-one", "Edited db/pool.py: max_connections 5 -> 20", "t3",
+                    "tool_observation",
+                    "s-one",
+                    "Edited db/pool.py: max_connections 5 -> 20",
+                    "t3",
                     {"tool_name": "Edit", "file_path": "db/pool.py"},
-                ),  # fmt: skip
+                ),
                 NewEvent(
-                    "user_prompt", "s-two", "my key is [PRIVATE] and <script>window.pwned=1</script> here", "t4",
+                    "user_prompt",
+                    "s-two",
+                    "my key is [PRIVATE] and <script>window.pwned=1</script> here",
+                    "t4",
                     {"privacy": {"private_sections": 1, "secrets_redacted": 0, "chars_filtered": 12}},
-                ),  # fmt: skip
+                ),
             ]
         )
         answer = mem.history(types=["agent_response"], limit=1)[0]
         record = {**INJECTION, "full": [{**INJECTION["full"][0], "id": answer.id, "cite": answer.cite}]}
-        mem.store.append([NewEvent("user_prompt", "s-two", "what did we do about the pool timeout?", "t5",
-                                   {"injection": record})])  # fmt: skip
+        mem.store.append(
+            [NewEvent("user_prompt", "s-two", "what did we do about the pool timeout?", "t5", {"injection": record})]
+        )
         return {"project_id": mem.project.id, "answer": answer}
 
 
@@ -86,7 +93,9 @@ def site(proj: Path) -> Iterator[Site]:
     app = daemon.app(TOKEN, 37777)
     with TestClient(app, base_url=BASE) as client:
         link = client.post(
-            "/api/dashboard/login", headers={"Authorization": f"Bearer {TOKEN}"}, json={"project_id": seeded["project_id"]}
+            "/api/dashboard/login",
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            json={"project_id": seeded["project_id"]},
         ).json()["path"]
         assert client.get(link, follow_redirects=False).status_code == 303
         s = Site(daemon, client, seeded["project_id"], proj)

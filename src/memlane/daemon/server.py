@@ -85,7 +85,7 @@ class Guard:
                 if self.web_auth is not None and not auth:
                     problem = self.web_auth.check(scope["method"], scope["path"], headers)
         if problem:
-            response = JSONResponse({"error": problem[1]}, status_code=problem[0])
+            response: Response = JSONResponse({"error": problem[1]}, status_code=problem[0])
             if problem[0] == 401 and "text/html" in headers.get(b"accept", b"").decode("latin-1"):
                 response = _login_needed()
             await response(scope, receive, send)

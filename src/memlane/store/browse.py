@@ -124,12 +124,11 @@ class BrowseStore(EventStore):
         ).fetchone()[0]
         avg = self.db.execute(
             "SELECT AVG((julianday(updated_at) - julianday(created_at)) * 86400.0) FROM"
-            " (SELECT created_at, updated_at FROM outbox WHERE status = 'done' ORDER BY rowid DESC LIMIT ?)",
+            # ``+status``: walk the newest rows back and stop at the limit, not sort every done job by rowid.
+            " (SELECT created_at, updated_at FROM outbox WHERE +status = 'done' ORDER BY rowid DESC LIMIT ?)",
             (recent,),
         ).fetchone()[0]
-        errors = [
-            r[0] for r in self.db.execute("SELECT DISTINCT error FROM outbox WHERE status = 'failed' LIMIT 3")
-        ]
+        errors = [r[0] for r in self.db.execute("SELECT DISTINCT error FROM outbox WHERE status = 'failed' LIMIT 3")]
         return {
             "pending": int(counts.get("pending", 0)),
             "processing": int(counts.get("processing", 0)),
@@ -140,15 +139,9 @@ class BrowseStore(EventStore):
             "failed_errors": errors,
         }
 
-    def redaction_kinds(self) -> dict[str, int]:
-        """What was removed, by kind: private sections and secrets at capture (event metadata), and each
-        secret kind a later ``memlane privacy scan --redact`` found (its tombstones)."""
-        row = self.db.execute(
-            "SELECT COALESCE(SUM(json_extract(metadata, '$.privacy.private_sections')), 0),"
-            " COALESCE(SUM(json_extract(metadata, '$.privacy.secrets_redacted')), 0)"
-            " FROM events WHERE json_extract(metadata, '$.privacy') IS NOT NULL"
-        ).fetchone()
-        kinds: dict[str, int] = {"private section": int(row[0]), "secret (at capture)": int(row[1])}
+    def scan_redaction_kinds(self) -> dict[str, int]:
+        """Each secret kind a later ``memlane privacy scan --redact`` removed (from its tombstones)."""
+        kinds: dict[str, int] = {}
         for (detail,) in self.db.execute("SELECT detail FROM tombstones WHERE scope = 'redact'"):
             try:
                 found = json.loads(detail or "{}").get("kinds") or {}
@@ -156,7 +149,7 @@ class BrowseStore(EventStore):
                 continue
             for kind, n in found.items():
                 if isinstance(n, int):
-                    kinds[f"{kind} (scan)"] = kinds.get(f"{kind} (scan)", 0) + n
+                    kinds[kind] = kinds.get(kind, 0) + n
         return kinds
 
     def prompts_injecting(self, citation: str, limit: int = 20) -> list[Event]:
@@ -169,9 +162,7 @@ class BrowseStore(EventStore):
         ).fetchall()
         return [event_from_row(r) for r in rows]
 
-    def count_matches(
-        self, words: Sequence[str], trigrams: Sequence[str], cap: int = COUNT_CAP
-    ) -> int:
+    def count_matches(self, words: Sequence[str], trigrams: Sequence[str], cap: int = COUNT_CAP) -> int:
         """Events holding every word (the word index) or every trigram (the CJK index), up to ``cap`` + 1."""
         import sqlite3
 
@@ -187,9 +178,9 @@ class BrowseStore(EventStore):
             return 0
         try:
             return int(
-                self.db.execute(
-                    f"SELECT COUNT(*) FROM ({' UNION '.join(parts)} LIMIT ?)", [*args, cap + 1]
-                ).fetchone()[0]
+                self.db.execute(f"SELECT COUNT(*) FROM ({' UNION '.join(parts)} LIMIT ?)", [*args, cap + 1]).fetchone()[
+                    0
+                ]
             )
         except sqlite3.OperationalError:
             return 0

@@ -76,8 +76,13 @@ def routes(site: Site) -> list[Route]:
             page = int_param(request, "page", 1, 1, 1_000_000)
             size = int_param(request, "pageSize", 20, 1, 200)
             rows, total = mem.sessions_page(page, size)
-            return {"sessions": [session_json(r) for r in rows], "total": total, "page": page, "pageSize": size,
-                    "hasMore": page * size < total}  # fmt: skip
+            return {
+                "sessions": [session_json(r) for r in rows],
+                "total": total,
+                "page": page,
+                "pageSize": size,
+                "hasMore": page * size < total,
+            }
 
         return await site.json(request, call)
 
@@ -87,8 +92,9 @@ def routes(site: Site) -> list[Route]:
         def call(mem: Memory) -> dict[str, Any]:
             info = mem.session(sid)
             limit = int_param(request, "limit", 100, 1, 200)
-            events = mem.page(session=sid, after=cursor(request.query_params.get("after")), limit=limit,
-                              oldest_first=True)  # fmt: skip
+            events = mem.page(
+                session=sid, after=cursor(request.query_params.get("after")), limit=limit, oldest_first=True
+            )
             by_type = info["by_type"]
             return {
                 "session": session_json(info),
@@ -108,8 +114,12 @@ def routes(site: Site) -> list[Route]:
         def call(mem: Memory) -> dict[str, Any]:
             q = request.query_params
             limit = int_param(request, "limit", 50, 1, 200)
-            filters = {"session": q.get("sessionId") or None, "types": types_param(request) or None,
-                       "since": q.get("since") or None, "until": q.get("until") or None}  # fmt: skip
+            filters: dict[str, Any] = {
+                "session": q.get("sessionId") or None,
+                "types": types_param(request) or None,
+                "since": q.get("since") or None,
+                "until": q.get("until") or None,
+            }
             page = mem.page(after=cursor(q.get("after")), limit=limit, **filters)
             total = mem.count(**filters)
             return {
@@ -150,17 +160,28 @@ def routes(site: Site) -> list[Route]:
             at = around.index(ev)
             injected = mem.injected_into(ev.id, 50)
             return {
-                "citation": {"id": ev.citation, "cite": ev.cite, "eventId": ev.id, "sessionId": ev.session_id,
-                             "timestamp": ev.ts, "eventType": ev.type,
-                             "preview": templating.one_line(ev.content, 50)},  # fmt: skip
+                "citation": {
+                    "id": ev.citation,
+                    "cite": ev.cite,
+                    "eventId": ev.id,
+                    "sessionId": ev.session_id,
+                    "timestamp": ev.ts,
+                    "eventType": ev.type,
+                    "preview": templating.one_line(ev.content, 50),
+                },
                 "event": full(ev),
                 "related": {
                     "previous": around[at - 1].cite if at > 0 else None,
                     "next": around[at + 1].cite if at + 1 < len(around) else None,
                 },
                 "injectedInto": [
-                    {"eventId": p.id, "citation": p.cite, "sessionId": p.session_id, "timestamp": p.ts,
-                     "tier": _tier(p.metadata.get("injection"), ev.cite)}  # fmt: skip
+                    {
+                        "eventId": p.id,
+                        "citation": p.cite,
+                        "sessionId": p.session_id,
+                        "timestamp": p.ts,
+                        "tier": _tier(p.metadata.get("injection"), ev.cite),
+                    }
                     for p in injected
                 ],
             }
@@ -182,12 +203,20 @@ def routes(site: Site) -> list[Route]:
             inj = h["injection"]
             knowledge = getattr(mem, "knowledge_stats", None)
             return {
-                "storage": {"eventCount": h["events"], "dbSizeMB": round(h["db_bytes"] / 1e6, 3),
-                            "vectorSizeMB": round(h["vectors_bytes"] / 1e6, 3)},  # fmt: skip
+                "storage": {
+                    "eventCount": h["events"],
+                    "dbSizeMB": round(h["db_bytes"] / 1e6, 3),
+                    "vectorSizeMB": round(h["vectors_bytes"] / 1e6, 3),
+                },
                 "sessions": {"total": h["sessions"]},
-                "embeddings": {"pending": ob["pending"] + ob["processing"], "processed": ob["done"],
-                               "failed": ob["failed"], "avgProcessTime": ob["avg_seconds"],
-                               "oldestWaiting": ob["oldest_waiting"], "errors": ob["failed_errors"]},  # fmt: skip
+                "embeddings": {
+                    "pending": ob["pending"] + ob["processing"],
+                    "processed": ob["done"],
+                    "failed": ob["failed"],
+                    "avgProcessTime": ob["avg_seconds"],
+                    "oldestWaiting": ob["oldest_waiting"],
+                    "errors": ob["failed_errors"],
+                },
                 "byType": h["by_type"],
                 "privacy": h["privacy"],
                 "redactions": h["redactions"],

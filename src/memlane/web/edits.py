@@ -82,9 +82,14 @@ def routes(site: Site) -> list[Route]:
                     remember_project(response, project_id)
                 return response
         html = site.templates.get_template("login.html").render(
-            password=bool(web_auth.password_hash), failed=bool(code), csrf="", projects=[], current=None,
-            status=None, request_path="/login",
-        )  # fmt: skip
+            password=bool(web_auth.password_hash),
+            failed=bool(code),
+            csrf="",
+            projects=[],
+            current=None,
+            status=None,
+            request_path="/login",
+        )
         return HTMLResponse(html, status_code=401 if code else 200)
 
     async def login_password(request: Request) -> Response:
@@ -97,9 +102,14 @@ def routes(site: Site) -> list[Route]:
             return response
         await asyncio.sleep(1.0)  # a guess a second, at most, per connection
         html = site.templates.get_template("login.html").render(
-            password=bool(web_auth.password_hash), failed=True, csrf="", projects=[], current=None, status=None,
+            password=bool(web_auth.password_hash),
+            failed=True,
+            csrf="",
+            projects=[],
+            current=None,
+            status=None,
             request_path="/login",
-        )  # fmt: skip
+        )
         return HTMLResponse(html, status_code=401)
 
     async def logout(request: Request) -> Response:
@@ -151,7 +161,7 @@ def routes(site: Site) -> list[Route]:
         return RegionFile.open(root / "CLAUDE.md", create=True), root
 
     def regions_values(mem: Memory, **extra: Any) -> dict[str, Any]:
-        rf, root = claude_md(mem)
+        rf, _root = claude_md(mem)
         return {
             "file": str(rf.path),
             "exists": rf.exists,
@@ -289,9 +299,7 @@ def _login(response: Response, web_auth: auth.Auth) -> None:
     )
 
 
-def _region_action(
-    action: str, rf: RegionFile, root: Path, form: dict[str, str], cfg: config.Config
-) -> dict[str, Any]:
+def _region_action(action: str, rf: RegionFile, root: Path, form: dict[str, str], cfg: config.Config) -> dict[str, Any]:
     """One regions action on the open file; returns what the panel shows about it."""
     doc = rf.doc
     name = form.get("region", "")
@@ -330,8 +338,16 @@ def _region_action(
             actions = fix(doc, root, cfg.regions, rf.path.parent).actions
         diff = unified_diff(before, doc.render(), rf.path.name)
         if action.endswith("preview"):
-            return {"preview": {"kind": action[:3], "region": name, "text": form.get("text", ""), "diff": diff,
-                                "actions": actions, "expected": file_hash(rf.original)}}  # fmt: skip
+            return {
+                "preview": {
+                    "kind": action[:3],
+                    "region": name,
+                    "text": form.get("text", ""),
+                    "diff": diff,
+                    "actions": actions,
+                    "expected": file_hash(rf.original),
+                }
+            }
         return {"message": "Written." if diff else "Nothing to change."}
     raise InputError(f"unknown regions action '{action}'")
 

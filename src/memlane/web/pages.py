@@ -85,9 +85,7 @@ def routes(site: Site) -> list[Route]:
         size = TIMELINE_PAGE if oldest_first else PAGE
 
         def build(mem: Memory) -> dict[str, Any]:
-            events = mem.page(
-                after=cursor(after), session=session, types=types, limit=size, oldest_first=oldest_first
-            )
+            events = mem.page(after=cursor(after), session=session, types=types, limit=size, oldest_first=oldest_first)
             return {
                 "events": events,
                 "next": next_cursor(events, size),
@@ -116,7 +114,9 @@ def routes(site: Site) -> list[Route]:
                 # Opened from a citation: the event with what led up to it, then onwards.
                 focus = mem.get(at)
                 before = mem.timeline(focus.id, before=10, after=0)
-                events = before + mem.page(session=sid, after=(focus.ts, focus.seq), limit=TIMELINE_PAGE, oldest_first=True)
+                events = before + mem.page(
+                    session=sid, after=(focus.ts, focus.seq), limit=TIMELINE_PAGE, oldest_first=True
+                )
                 more = mem.page(session=sid, after=(events[-1].ts, events[-1].seq), limit=1, oldest_first=True)
                 nxt = f"{events[-1].ts}|{events[-1].seq}" if more else None
                 earlier = before[0].id != _first_id(mem, sid)
@@ -190,9 +190,17 @@ def routes(site: Site) -> list[Route]:
                 raise InputError(f"layer must be index, timeline or full, got {layer[:40]!r}")
             limit = int_param(request, "limit", 20, 1, 200)
             out: dict[str, Any] = {
-                "q": q, "layer": layer, "types": types, "all_types": EVENT_TYPES, "session_filter": session or "",
-                "since": since or "", "until": until or "", "rows": [], "meta": None, "terms": templating.terms_of(q),
-            }  # fmt: skip
+                "q": q,
+                "layer": layer,
+                "types": types,
+                "all_types": EVENT_TYPES,
+                "session_filter": session or "",
+                "since": since or "",
+                "until": until or "",
+                "rows": [],
+                "meta": None,
+                "terms": templating.terms_of(q),
+            }
             if not q.strip():
                 return out
             out["rows"], out["meta"] = run_search(site, mem, q, layer, limit, types, session, since, until)

@@ -48,7 +48,9 @@ class Site:
     def memory(self, project_id: str | None) -> Memory:
         """The project's memory; a project without a store reads as empty (reads never create one)."""
         if not project_id:
-            raise NotFoundError("no project has memory yet: run Claude Code with memlane installed, or `memlane import`")
+            raise NotFoundError(
+                "no project has memory yet: run Claude Code with memlane installed, or `memlane import`"
+            )
         return Memory.open(project_id=project_id, cfg=self.daemon.cfg, create=None)
 
     # ---- running library calls -----------------------------------------------------------------

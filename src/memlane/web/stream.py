@@ -15,6 +15,7 @@ import asyncio
 import sqlite3
 import time
 from collections.abc import AsyncIterator
+
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
@@ -48,7 +49,10 @@ def routes(site: Site) -> list[Route]:
         first = start_seq(request)
         poll_s = max(site.daemon.cfg.dashboard.live_poll_ms, 50) / 1000
         template = site.templates.get_template("_event_row.html")
-        frame = {"privacy_marker": site.daemon.cfg.privacy.marker, "secret_marker": site.daemon.cfg.privacy.secret_marker}
+        frame = {
+            "privacy_marker": site.daemon.cfg.privacy.marker,
+            "secret_marker": site.daemon.cfg.privacy.secret_marker,
+        }
 
         def latest() -> int:
             with site.memory(pid) as mem:
@@ -73,7 +77,11 @@ def routes(site: Site) -> list[Route]:
             while not site.daemon.stop.is_set() and not await request.is_disconnected():
                 try:
                     batch = await asyncio.to_thread(poll, last)
-                except (MemlaneError, OSError, sqlite3.Error) as exc:  # a store that went away: say so, the browser retries
+                except (
+                    MemlaneError,
+                    OSError,
+                    sqlite3.Error,
+                ) as exc:  # a store that went away: say so, the browser retries
                     yield f"event: memlane-error\ndata: {str(exc).splitlines()[0] if str(exc) else 'error'}\n\n"
                     return
                 site.daemon.touch()
@@ -92,4 +100,3 @@ def routes(site: Site) -> list[Route]:
         return StreamingResponse(events(), media_type="text/event-stream", headers=headers)
 
     return [Route("/stream", stream, methods=["GET"])]
-

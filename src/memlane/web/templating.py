@@ -32,6 +32,8 @@ LABELS = {
     "compaction": "Compaction",
 }
 REGION_ICONS = {"heading": "📌", "direct-ref": "🔗", "indirect-ref": "💡", "code-block": "💻", "text": "📝"}
+PRIVATE_HTML = '<span class="private-marker" title="private section, not stored">🔒 private content (not stored)</span>'
+SECRET_HTML = '<span class="secret-marker" title="secret redacted before storage">🔑 secret redacted</span>'
 _WORD = re.compile(r"\w{2,}", re.UNICODE)
 
 
@@ -60,9 +62,9 @@ def marked(text: str, private_marker: str, secret_marker: str) -> Markup:
     for match in pattern.finditer(text):
         out.append(str(escape(text[last : match.start()])))
         if kinds[match.group()] == "private":
-            out.append('<span class="private-marker" title="private section, not stored">🔒 private content (not stored)</span>')
+            out.append(PRIVATE_HTML)
         else:
-            out.append('<span class="secret-marker" title="secret redacted before storage">🔑 secret redacted</span>')
+            out.append(SECRET_HTML)
         last = match.end()
     out.append(str(escape(text[last:])))
     return Markup("".join(out))
