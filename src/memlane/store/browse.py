@@ -106,14 +106,16 @@ class BrowseStore(EventStore):
 
     def injection_counts(self) -> dict[str, int]:
         """Prompts, prompts with an injection record, and prompts that were given memories (full or index)."""
+        prompts = self.db.execute("SELECT COUNT(*) FROM events WHERE type = 'user_prompt'").fetchone()[0]
+        # instr first: a text search skips the prompts without a record before any JSON is parsed.
         row = self.db.execute(
             "SELECT COUNT(*),"
-            " COALESCE(SUM(json_extract(metadata, '$.injection') IS NOT NULL), 0),"
             " COALESCE(SUM(COALESCE(json_array_length(metadata, '$.injection.full'), 0)"
             "   + COALESCE(json_array_length(metadata, '$.injection.index'), 0) > 0), 0)"
-            " FROM events WHERE type = 'user_prompt'"
+            " FROM events WHERE type = 'user_prompt' AND instr(metadata, '\"injection\"') > 0"
+            " AND json_extract(metadata, '$.injection') IS NOT NULL"
         ).fetchone()
-        return {"prompts": int(row[0]), "recorded": int(row[1]), "injected": int(row[2])}
+        return {"prompts": int(prompts), "recorded": int(row[0]), "injected": int(row[1])}
 
     def outbox_health(self, recent: int = 500) -> dict[str, Any]:
         """Jobs by status, the oldest job still waiting, and the average time from event to vector over
