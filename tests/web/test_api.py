@@ -159,3 +159,9 @@ def test_search_takes_the_spec_shape_and_answers_with_meta(site: Site) -> None:
 
 def test_an_unknown_project_is_a_404(site: Site) -> None:
     assert get(site, "/api/sessions?project=nope")[0] == 404
+
+
+def test_search_from_the_dashboard_uses_its_project(site: Site) -> None:
+    r = site.client.post("/api/search", json={"query": "pool timeout"}, headers={"X-CSRF-Token": site.csrf})
+    assert r.status_code == 200 and r.json()["project_id"] == site.project_id
+    assert site.client.post("/api/search", json={"query": "pool"}).status_code == 403  # no CSRF token

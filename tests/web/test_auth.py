@@ -144,3 +144,9 @@ def test_set_password_cli_stores_a_hash(memlane_home: Path) -> None:
     assert stored.startswith("scrypt$") and "a long secret phrase" not in stored
     assert auth.check_password("a long secret phrase", stored)
     config_file.unset("dashboard.password_hash")
+
+
+def test_logout_from_a_page_navigates_to_the_login_page(site: Site) -> None:
+    r = site.client.post("/logout", headers={"X-CSRF-Token": site.csrf, "HX-Request": "true"}, follow_redirects=False)
+    assert r.status_code == 200 and r.headers["hx-redirect"] == "/login"
+    assert 'memlane_session=""' in r.headers["set-cookie"]

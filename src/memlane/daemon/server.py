@@ -40,6 +40,7 @@ from memlane.errors import InputError, MemlaneError
 from memlane.logs import log
 from memlane.memory import Memory
 from memlane.retrieval.engine import Engine
+from memlane.web.auth import PROJECT_COOKIE
 
 SWITCH_INTERVAL_S = 0.001
 HOOK_TIMES_KEPT = 200  # per event, for the median in /api/health
@@ -341,7 +342,15 @@ class Daemon:
         return await self.answer(fn, body)
 
     async def search(self, request: Request) -> JSONResponse:
-        return await self.json_route(request, self._search)
+        # From the dashboard (its cookie), a body without cwd or project_id searches the project it shows.
+        chosen = request.query_params.get("project") or request.cookies.get(PROJECT_COOKIE)
+
+        def run(body: dict[str, Any]) -> dict[str, Any]:
+            if chosen and not body.get("cwd") and not body.get("project_id"):
+                body = {**body, "project_id": chosen}
+            return self._search(body)
+
+        return await self.json_route(request, run)
 
     async def inject(self, request: Request) -> JSONResponse:
         return await self.json_route(request, self._inject)

@@ -113,9 +113,14 @@ def routes(site: Site) -> list[Route]:
         return HTMLResponse(html, status_code=401)
 
     async def logout(request: Request) -> Response:
-        response = RedirectResponse("/login", status_code=303)
+        # htmx follows a redirect inside its request and would swap the login page into the button: it is told
+        # to navigate instead (HX-Redirect); a plain form post gets the redirect.
+        response: Response = (
+            Response(headers={"HX-Redirect": "/login"})
+            if request.headers.get("hx-request")
+            else RedirectResponse("/login", status_code=303)
+        )
         response.delete_cookie(auth.SESSION_COOKIE, path="/")
-        response.headers["HX-Redirect"] = "/login"
         return response
 
     async def switch(request: Request) -> Response:
