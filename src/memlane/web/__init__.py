@@ -8,7 +8,7 @@ script for the live stream; every route calls the library (``memlane.memory.Memo
 - ``site.py``      what every route shares (project, library calls off the event loop, page frame, errors)
 - ``pages.py``     reading pages · ``edits.py`` pages that change things · ``api.py`` the spec's JSON routes
 - ``stream.py``    the live stream (Server-Sent Events) · ``auth.py`` login links, cookie, CSRF, password
-- ``templating.py`` the Jinja2 environment and its escaping filters · ``assets.py`` static files
+- ``templating.py`` the Jinja2 environment and its escaping filters · ``static.py`` the files in ``assets/``
 """
 
 from __future__ import annotations
@@ -24,8 +24,8 @@ __all__ = ["Auth", "routes"]
 
 def routes(daemon: Any) -> list[BaseRoute]:
     """The dashboard's routes, bound to ``daemon`` (see ``site.Site``)."""
-    from memlane.web import api, assets, edits, pages, stream
+    from memlane.web import api, edits, pages, static, stream
     from memlane.web.site import Site
 
     site = Site(daemon)
-    return [*api.routes(site), *pages.routes(site), *edits.routes(site), *stream.routes(site), *assets.routes()]
+    return [*api.routes(site), *pages.routes(site), *edits.routes(site), *stream.routes(site), *static.routes()]
