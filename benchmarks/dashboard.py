@@ -131,8 +131,10 @@ def main() -> None:
                 "SELECT ts, seq FROM events ORDER BY ts DESC, seq DESC LIMIT 1 OFFSET ?", (depth * 50 - 1,)
             ).fetchone()
             deep[depth] = (last[0], last[1])
-    print(f"dashboard at {total:,} events, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
-          f"{args.runs} runs each (after warm-up runs)")
+    print(
+        f"dashboard at {total:,} events, {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}, "
+        f"{args.runs} runs each (after warm-up runs)"
+    )
     print(row("first load: GET / (live page)", timed(client, "/", args.runs)))
     for path in ("/sessions", "/sessions/s500", "/stats", "/told", "/api/events?limit=50", "/api/stats"):
         print(row(f"GET {path}", timed(client, path, args.runs)))

@@ -5,6 +5,7 @@ library modules) and renders a template; mutations are in ``edits.py``.
 
 from __future__ import annotations
 
+import sqlite3
 import time
 from typing import Any
 
@@ -12,7 +13,7 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
-from memlane.errors import InputError
+from memlane.errors import InputError, MemlaneError
 from memlane.memory import Memory
 from memlane.store.browse import COUNT_CAP
 from memlane.store.records import EVENT_TYPES
@@ -159,19 +160,16 @@ def routes(site: Site) -> list[Route]:
         ref = request.path_params["ref"]
         ref = ref if ref.startswith("mem:") or len(ref) > 12 else f"mem:{ref}"
 
-        def find(mem: Memory) -> tuple[str, str]:
-            ev = mem.get(ref)
-            return ev.session_id, ev.id
-
         pid = site.project_id(request)
+
+        def find() -> tuple[str, str]:
+            with site.memory(pid) as mem:
+                ev = mem.get(ref)
+                return ev.session_id, ev.id
+
         try:
-
-            def call() -> tuple[str, str]:
-                with site.memory(pid) as mem:
-                    return find(mem)
-
-            sid, eid = await site.run(call)
-        except Exception as exc:  # noqa: BLE001 - every failure here is shown as the error page
+            sid, eid = await site.run(find)
+        except (MemlaneError, sqlite3.Error) as exc:
             return await site.error_page(request, exc)
         from urllib.parse import quote
 
