@@ -13,7 +13,7 @@ from memlane.daemon import state
 from memlane.errors import MemlaneError
 
 LINK_DEADLINE_MS = 5000
-START_WAIT_S = 15.0
+START_WAIT_S = 30.0  # a cold daemon loads its modules first: seconds on a busy machine
 
 
 def _running_daemon() -> dict[str, object]:
