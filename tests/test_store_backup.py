@@ -86,7 +86,7 @@ def test_forget_and_redact_take_the_backups_with_them(proj: Path) -> None:
 def test_the_job_backs_up_what_changed_once_a_look(proj: Path, tmp_path: Path) -> None:
     now = [1000.0]
     cfg = config.load()
-    job = BackupJob(cfg, clock=lambda: now[0])
+    job = BackupJob(cfg, clock=lambda: now[0], first_look_s=0)
     db = _store(proj)
     other = _store(tmp_path / "other", 2)
     made = job.tick()
@@ -105,7 +105,7 @@ def test_the_job_backs_up_what_changed_once_a_look(proj: Path, tmp_path: Path) -
 def test_the_job_is_off_at_interval_zero(proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMLANE_STORE_BACKUP_INTERVAL_MIN", "0")
     _store(proj)
-    assert BackupJob(config.load()).tick() == []
+    assert BackupJob(config.load(), first_look_s=0).tick() == []
 
 
 def test_the_daemons_loop_runs_the_job(proj: Path) -> None:
@@ -113,6 +113,8 @@ def test_the_daemons_loop_runs_the_job(proj: Path) -> None:
 
     db = _store(proj)
     daemon = Daemon(config.load())
+    assert daemon.backups.tick() == []  # not in the daemon's first half minute
+    daemon.backups.next_look = 0.0
 
     class Server:
         should_exit = False

@@ -16,13 +16,16 @@ from memlane.logs import log
 from memlane.store import backup
 
 LOOK_EVERY_S = 60.0
+FIRST_LOOK_S = 30.0  # not while a session's first hooks reach a daemon that has just started
 
 
 class BackupJob:
-    def __init__(self, cfg: config.Config, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self, cfg: config.Config, clock: Callable[[], float] = time.monotonic, first_look_s: float = FIRST_LOOK_S
+    ) -> None:
         self.cfg = cfg
         self.clock = clock
-        self.next_look = 0.0  # the first look comes at once: a store that changed while no daemon ran
+        self.next_look = clock() + first_look_s  # then a store that changed while no daemon ran is backed up
         self.taken = 0
 
     def tick(self) -> list[str]:
