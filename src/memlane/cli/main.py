@@ -275,7 +275,9 @@ def stats(obj: Ctx, as_json: bool) -> None:
         (
             "privacy",
             f"{p['private_sections']} private section(s), {p['secrets_redacted']} secret(s) redacted, "
-            f"{p['chars_filtered']} chars filtered in {p['events_filtered']} event(s)",
+            f"{p['chars_filtered']} chars filtered in {p['events_filtered']} event(s)"
+            + (f", {p['unclosed_tags']} unclosed private tag(s) left unfiltered" if p.get("unclosed_tags") else "")
+            + (f", {p['anonymized']} anonymized" if p.get("anonymized") else ""),
         ),
         ("outbox", ", ".join(f"{k} {v}" for k, v in data["outbox"].items()) or "empty"),
         ("forgotten", f"{data['tombstones']} forget operation(s)"),

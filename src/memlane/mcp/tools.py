@@ -254,7 +254,8 @@ class MemoryTools:
             f"first {data['first_activity'] or '-'}, last {data['last_activity'] or '-'}",
             f"by type: {by_type}",
             f"privacy: {p['private_sections']} private section(s) removed, {p['secrets_redacted']} secret(s) "
-            f"redacted, in {p['events_filtered']} event(s)",
+            f"redacted, in {p['events_filtered']} event(s)"
+            + (f"; {p['unclosed_tags']} unclosed private tag(s) left unfiltered" if p.get("unclosed_tags") else ""),
             f"search: {data['search']}; embedding queue: {outbox}",
             f"forgotten: {data['tombstones']} forget operation(s); store size {data['db_bytes']} bytes",
         ]

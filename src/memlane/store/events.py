@@ -331,7 +331,9 @@ class EventStore(StoreConnection):
         privacy = db.execute(
             "SELECT COUNT(*), COALESCE(SUM(json_extract(metadata, '$.privacy.private_sections')), 0),"
             " COALESCE(SUM(json_extract(metadata, '$.privacy.secrets_redacted')), 0),"
-            " COALESCE(SUM(json_extract(metadata, '$.privacy.chars_filtered')), 0)"
+            " COALESCE(SUM(json_extract(metadata, '$.privacy.chars_filtered')), 0),"
+            " COALESCE(SUM(json_extract(metadata, '$.privacy.unclosed_tags')), 0),"
+            " COALESCE(SUM(json_extract(metadata, '$.privacy.anonymized')), 0)"
             " FROM events WHERE json_extract(metadata, '$.privacy') IS NOT NULL"
         ).fetchone()
         outbox = dict(db.execute("SELECT status, COUNT(*) FROM outbox GROUP BY status").fetchall())
@@ -348,6 +350,8 @@ class EventStore(StoreConnection):
                 "private_sections": privacy[1],
                 "secrets_redacted": privacy[2],
                 "chars_filtered": privacy[3],
+                "unclosed_tags": privacy[4],  # private tags never closed: the text after each was kept
+                "anonymized": privacy[5],
             },
             "outbox": outbox,
             "tombstones": db.execute("SELECT COUNT(*) FROM tombstones").fetchone()[0],
