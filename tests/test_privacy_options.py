@@ -42,7 +42,9 @@ def test_unclosed_tag_is_told_once_per_prompt_logged_and_counted(hook: Hook, pro
         assert "hunter2" in stored.content  # left unfiltered, as the spec decides: hence the warning
     assert "UserPromptSubmit: 1 unclosed private tag(s)" in _log("privacy")
     # A closed tag says nothing.
-    out = hook("UserPromptSubmit", payload("02-UserPromptSubmit.json"), prompt="x <private>y</private> z", prompt_id="2")
+    out = hook(
+        "UserPromptSubmit", payload("02-UserPromptSubmit.json"), prompt="x <private>y</private> z", prompt_id="2"
+    )
     assert "systemMessage" not in (json.loads(out) if out else {})
     # Tool output: logged and counted, never a message (nobody is waiting on a PostToolUse answer).
     tool = payload("04-PostToolUse.json")
@@ -80,7 +82,9 @@ def test_anonymize_off_by_default_and_leaves_look_alikes() -> None:
         "mail [EMAIL] at 2026-11-27 10:19:28 from 192.168.100.200 (v1.22.333), git@github.com:o/r.git, [PHONE]"
     )
     assert on.anonymized == 2
-    korean = privacy.filter_text("김철수님 010-1234-5678", config.PrivacyConfig(anonymize=True, anonymize_names=["김철수"]))
+    korean = privacy.filter_text(
+        "김철수님 010-1234-5678", config.PrivacyConfig(anonymize=True, anonymize_names=["김철수"])
+    )
     assert korean.text == "[NAME]님 [PHONE]"
 
 

@@ -918,9 +918,7 @@ def _redact(text: str, cfg: PrivacyConfig, result: FilterResult) -> str:
 
 EMAIL_MARKER, PHONE_MARKER, NAME_MARKER = "[EMAIL]", "[PHONE]", "[NAME]"
 _EMAIL = _Lazy(r"(?<![\w.%+-])([A-Za-z0-9][A-Za-z0-9._%+-]*)@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}\b")
-_PHONE = _Lazy(
-    r"(?<![\w+.-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,4}(?![\w]|[.:-]\d)"
-)
+_PHONE = _Lazy(r"(?<![\w+.-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,4}(?![\w]|[.:-]\d)")
 _names_cache: dict[tuple[str, ...], re.Pattern[str] | None] = {}
 
 

@@ -93,7 +93,9 @@ def test_workflow_session_commands(hook: Hook, proj: Path) -> None:
     other = store.check_id("elsewhere")
     lifecycle.create(other, str(proj), "shop", cfg())
     user, _ = said(ask(hook, "/memlane:workflow-memory switch elsewhere"))
-    assert f"now uses workflow memory {other} (symlink); was {memory_id}." in user and store.read_ref(str(proj)) == other
+    assert (
+        f"now uses workflow memory {other} (symlink); was {memory_id}." in user and store.read_ref(str(proj)) == other
+    )
     user, _ = said(ask(hook, f"/workflow-memory remove {memory_id}"))
     assert user.startswith(f"memlane /workflow-memory remove {memory_id}:\nRemoved workflow memory {memory_id}")
     assert not store.exists(memory_id)

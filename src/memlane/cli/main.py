@@ -130,7 +130,7 @@ def history(
 def show(obj: Ctx, ref: str, as_json: bool) -> None:
     """One event in full, by citation (mem:abc123) or id."""
     with obj.memory(create=False) as mem:
-        event = mem.get(ref)
+        event = mem.find(ref)  # with retrieval.cross_project on, another project's citation opens too
         if as_json:
             render.emit_json(event.as_dict())
             return
@@ -168,12 +168,15 @@ def timeline(obj: Ctx, ref: str, before: int, after: int, as_json: bool) -> None
 
 
 @cli.command()
-@click.argument("query", nargs=-1, required=True)
+@click.argument("query", nargs=-1)
 @click.option("--limit", "-n", default=10, show_default=True, type=click.IntRange(1, 200), help="At most this many.")
 @click.option("--session", "-s", help="Only this session id.")
 @click.option("--type", "-t", "types", multiple=True, type=EVENT_TYPE, help="Event type (repeatable).")
 @click.option("--since", type=WHEN, help="From this time (2026-11-01, 7d, 12h).")
 @click.option("--until", type=WHEN, help="Before this time.")
+@click.option("--tool", metavar="NAME", help="Only tool calls of this tool (Bash, Edit, Read, …).")
+@click.option("--file", "file", metavar="PATH", help="Only tool calls that read, wrote or named this file (or a part).")
+@click.option("--failed", is_flag=True, help="Only tool calls that failed (non-zero exit, tool error).")
 @click.option(
     "--disclosure",
     "-d",
@@ -181,7 +184,7 @@ def timeline(obj: Ctx, ref: str, before: int, after: int, as_json: bool) -> None
     default="index",
     show_default=True,
     help="index: one line each; timeline: + session neighbours; full: everything; "
-    "smart: full detail only for high-confidence results.",
+    "smart: full detail for a clear winner, timelines when several match equally.",
 )
 @click.option("--budget", default=2000, show_default=True, type=click.IntRange(100, 100000), help="Token budget.")
 @click.option("--text-only", is_flag=True, help="Full-text only (no embedding model, instant).")
@@ -195,15 +198,26 @@ def search(
     types: tuple[str, ...],
     since: str | None,
     until: str | None,
+    tool: str | None,
+    file: str | None,
+    failed: bool,
     disclosure: str,
     budget: int,
     text_only: bool,
     as_json: bool,
 ) -> None:
-    """Search memory by meaning and words (hybrid: BM25 + vectors + recency)."""
+    """Search memory by meaning and words (hybrid: BM25 + vectors + recency).
+
+    With --tool, --file or --failed the QUERY may be left out: tool calls are then listed newest first.
+    """
+    from memlane.memory import check_tool_filters
     from memlane.retrieval.disclosure import disclose
     from memlane.retrieval.engine import Engine
 
+    tools = check_tool_filters(tool, file, failed, list(types))
+    if not query and tools:
+        _tool_runs(obj, tools, session, since, until, limit, as_json)
+        return
     text = check_query(" ".join(query))  # refused even where no store exists yet (reading() answers "empty")
     with obj.reading(as_json) as mem:
         if mem is None:
@@ -213,15 +227,53 @@ def search(
         # The daemon's warm model answers when it is up: no model load in this process.
         engine = Engine(mem.config, vectors=not text_only, via_daemon=True)
         hits = mem.search(
-            text, limit=limit, session=session, types=list(types), since=since, until=until, engine=engine
+            text, limit=limit, session=session, types=list(types), since=since, until=until, engine=engine, **tools
         )
-        rows = disclose(mem.store, hits, disclosure, budget)
+        shown = disclose(hits, disclosure, budget, mem.neighbours, mem.config.retrieval)
+        others = {h.event.project_id for h in hits} - {mem.project.id}
+        where = mem.project.name + (f" and {len(others)} other project(s)" if others else "")
     if as_json:
-        render.emit_json(rows)
-    elif not rows:
+        render.emit_json(shown.rows)
+    elif not shown.rows:
         render.console.print(f"Nothing found for '{text}'.")
     else:
-        render.search_results(rows, text)
+        render.search_results(shown.rows, text)
+        if disclosure == "smart" or shown.meta["shown"] < shown.meta["matches"] or others:
+            render.err_console.print(_disclosure_note(shown.meta, where), markup=False)
+
+
+def _disclosure_note(meta: dict[str, Any], where: str) -> str:
+    """One line on stderr: where the results come from and what the layer and budget did."""
+    parts = [f"from {where}"]
+    if meta["layer"] == "smart":
+        parts.append(f"smart: {meta['expansion'].replace('_', ' ')}, {meta['expanded']} expanded")
+    if meta["shown"] < meta["matches"]:
+        parts.append(f"{meta['shown']} of {meta['matches']} shown within the budget")
+    parts.append(f"~{meta['estimated_tokens']} of {meta['budget_tokens']} tokens")
+    return "; ".join(parts)
+
+
+def _tool_runs(
+    obj: Ctx,
+    tools: dict[str, Any],
+    session: str | None,
+    since: str | None,
+    until: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """``search --failed`` / ``--tool`` / ``--file`` without a query: the tool calls, newest first."""
+    with obj.reading(as_json) as mem:
+        if mem is None:
+            return
+        events = mem.tool_runs(session=session, since=since, until=until, limit=limit, **tools)
+    if as_json:
+        render.emit_json([e.as_dict() for e in events])
+    elif not events:
+        render.console.print("No tool calls match.")
+    else:
+        what = ", ".join(f"{k} {v}" if k != "failed" else "failed" for k, v in tools.items())
+        render.events_table(events, title=f"tool calls ({what}) — {len(events)}, newest first")
 
 
 def _warn_unembedded(mem: Memory) -> None:

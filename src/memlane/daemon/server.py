@@ -151,6 +151,9 @@ class Daemon:
         for name in ("session", "since", "until"):
             if body.get(name) is not None and not isinstance(body[name], str):
                 raise InputError(f"{name} must be a string")
+        cross = body.get("cross_project")
+        if cross is not None and not isinstance(cross, bool):
+            raise InputError("cross_project must be true or false")
         with self.memory(body) as mem:
             hits = mem.search(
                 body.get("query", ""),  # a missing or non-string query is refused by Memory.search
@@ -161,6 +164,10 @@ class Daemon:
                 until=body.get("until"),
                 exclude_ids=body.get("exclude_ids") or (),
                 engine=self.engine,
+                tool=body.get("tool"),  # tool, file, failed: checked by Memory.search
+                file=body.get("file"),
+                failed=body.get("failed", False),
+                cross_project=cross,
             )
             return {"project_id": mem.project.id, "results": [h.as_dict() for h in hits]}
 
