@@ -146,64 +146,92 @@ def disclose(
 ) -> Disclosure:
     """Results at one layer (index | timeline | full | smart) within ``budget_tokens``.
 
+    The index rows come first (every result that fits, best first); then the layer's expansions in rank
+    order while they fit: ``timeline`` every row's timeline, ``full`` every row's detail, ``smart`` what
+    ``plan`` chose. A detail that does not fit whole is cut to the room left (marked ``truncated``).
     ``neighbours(event, before, after)`` reads a session's events (``Memory.neighbours``: the right store
     for another project's event too); ``rcfg`` holds the thresholds ``smart`` uses; ``cache`` keeps
     timelines and details (keyed with ``scope``, e.g. the store's generation) for later calls.
     """
     if layer not in LAYERS:
         raise ValueError(f"unknown disclosure layer {layer!r} (one of {', '.join(LAYERS)})")
+    if layer == "smart" and rcfg is None:
+        raise ValueError("smart disclosure needs the retrieval settings (rcfg)")
+    budget = _Budget(budget_tokens, neighbours, cache, scope)
     rows: list[dict[str, Any]] = []
-    used = 0
-    for hit in hits:
-        row = index_row(hit)
-        cost = tokens(row)
-        if used + cost > budget_tokens:
+    for hit in hits:  # the index first: every result that fits, best first
+        row = budget.index(hit)
+        if row is None:
             break
         rows.append(row)
-        used += cost
-    chosen = hits[: len(rows)]
+    shown = hits[: len(rows)]
     if layer == "smart":
-        if rcfg is None:
-            raise ValueError("smart disclosure needs the retrieval settings (rcfg)")
-        decision = plan(chosen, rcfg)
+        decision = plan(shown, rcfg)
     elif layer == "timeline":
-        decision = Expansion("requested", timelines=[h.event.id for h in chosen])
+        decision = Expansion("requested", timelines=[h.event.id for h in shown])
     elif layer == "full":
-        decision = Expansion("requested", details=[h.event.id for h in chosen])
+        decision = Expansion("requested", details=[h.event.id for h in shown])
     else:
         decision = Expansion("index_only")
-    expanded = 0
-    for hit, row in zip(chosen, rows, strict=True):
-        event, eid = hit.event, hit.event.id
-        if eid in decision.timelines and neighbours is not None:
-            made = _cached(cache, "timeline", (scope, eid), partial(timeline, neighbours, event))
-            extra = tokens({"timeline": made})
-            if used + extra <= budget_tokens:
-                row["timeline"] = made
-                used += extra
-                expanded += 1
-        if eid in decision.details:
-            detail: dict[str, Any] | None = _cached(cache, "details", (scope, eid), partial(full, event))
-            extra = tokens({"detail": detail})
-            if used + extra > budget_tokens and detail is not None:
-                detail = _cut_detail(detail, budget_tokens - used - tokens({"detail": ""}))
-                extra = tokens({"detail": detail}) if detail is not None else 0
-            if detail is not None:
-                row["detail"] = detail
-                used += extra
-                expanded += 1
-        if ("timeline" in row or "detail" in row) and layer == "smart":
-            row["expansion"] = decision.reason
+    for hit, row in zip(shown, rows, strict=True):  # then the expansions, in rank order, while they fit
+        eid = hit.event.id
+        if budget.expand(row, hit, timeline_=eid in decision.timelines, detail=eid in decision.details):
+            if layer == "smart":
+                row["expansion"] = decision.reason
     meta = {
         "layer": layer,
         "expansion": decision.reason,
-        "expanded": expanded,
+        "expanded": budget.expanded,
         "shown": len(rows),
         "matches": len(hits),
-        "estimated_tokens": used,
+        "estimated_tokens": budget.used,
         "budget_tokens": budget_tokens,
     }
     return Disclosure(rows, meta)
+
+
+class _Budget:
+    """Tokens spent so far, and the expansions that fit in what is left."""
+
+    def __init__(
+        self, total: int, neighbours: Neighbours | None, cache: DisclosureCache | None, scope: Hashable
+    ) -> None:
+        self.total = total
+        self.used = 0
+        self.expanded = 0
+        self.neighbours = neighbours
+        self.cache = cache
+        self.scope = scope
+
+    def index(self, hit: Hit) -> dict[str, Any] | None:
+        row = index_row(hit)
+        cost = tokens(row)
+        if self.used + cost > self.total:
+            return None
+        self.used += cost
+        return row
+
+    def expand(self, row: dict[str, Any], hit: Hit, *, timeline_: bool, detail: bool) -> bool:
+        """Add the timeline and/or detail to ``row`` where they fit; whether anything was added."""
+        event, added = hit.event, False
+        if timeline_ and self.neighbours is not None:
+            made = _cached(self.cache, "timeline", (self.scope, event.id), partial(timeline, self.neighbours, event))
+            cost = tokens({"timeline": made})
+            if self.used + cost <= self.total:
+                row["timeline"] = made
+                self.used += cost
+                added = True
+        if detail:
+            whole: dict[str, Any] = _cached(self.cache, "details", (self.scope, event.id), partial(full, event))
+            shown: dict[str, Any] | None = whole
+            if self.used + tokens({"detail": whole}) > self.total:
+                shown = _cut_detail(whole, self.total - self.used - tokens({"detail": ""}))
+            if shown is not None:
+                row["detail"] = shown
+                self.used += tokens({"detail": shown})
+                added = True
+        self.expanded += added
+        return added
 
 
 # ---- per-layer result cache (§7) -------------------------------------------------------------------
