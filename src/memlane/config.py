@@ -484,6 +484,8 @@ def load(path: Path | None = None, environ: dict[str, str] | None = None) -> Con
     cfg = Config()
     _apply(cfg, read_file(path), str(path))
     _apply(cfg, env_overrides(environ), "environment")
+    if environ is None and path == paths.config_path():
+        paths.set_storage_path(cfg.storage.path)  # where the project stores live (paths.projects_root)
     return cfg
 
 
@@ -517,6 +519,7 @@ def load_cached() -> Config:
     cfg = Config()
     _apply(cfg, data or {}, file)
     _apply(cfg, env_overrides(), "environment")
+    paths.set_storage_path(cfg.storage.path)
     return cfg
 
 

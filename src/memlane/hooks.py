@@ -494,12 +494,14 @@ def handle(
             )
         drain_spool(store)
         response = batch[0].content if event == "Stop" and batch else ""
+        summaries = cfg.features.session_summary
         if event == "SessionEnd":
             _replace_imported(store, payload["session_id"], "session_end")
-            _session_end_summary(store, payload["session_id"], payload)
+            if summaries:
+                _session_end_summary(store, payload["session_id"], payload)
         elif event == "SessionStart" and batch and batch[0].metadata.get("source") == "startup":
             _replace_imported(store, payload["session_id"], "session_start")
-        if event == "SessionStart":
+        if event == "SessionStart" and summaries:
             _summarize_unended(store, payload["session_id"], payload)
         note = _workflow(event, payload, proj, cfg, response)
         if typed and batch and ids:

@@ -228,7 +228,12 @@ class Memory:
         selector = _forget_selector(selector)
         targets = self.forget_preview(**selector)
         scope, value = _describe(selector)
-        count = self.store.forget(targets, scope, value)
+        return self.purge(targets, scope, value)
+
+    def purge(self, targets: Sequence[tuple[str, str]], scope: str, selector: str) -> int:
+        """Purge ``(event id, type)`` pairs for good — events, full text, outbox, vectors and the preferences
+        learned from purged prompts — with one tombstone (``scope``/``selector`` say why, never what)."""
+        count = self.store.forget(targets, scope, selector)
         self._forget_vectors([t[0] for t in targets])
         if any(kind == "user_prompt" for _, kind in targets):
             self._forget_preferences()

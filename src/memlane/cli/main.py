@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from memlane import __version__, atomic, paths, project
+from memlane import __version__, atomic, config, paths, project
 from memlane.cli import (
     admin,
     config_cmd,
@@ -85,9 +85,21 @@ def cli(ctx: click.Context, cwd: str | None, project_id: str | None) -> None:
     """memlane — local-first memory for AI coding agents."""
     if cwd is not None and not os.path.isdir(cwd):
         raise click.ClickException(f"-C {cwd}: no such folder")
+    _read_storage_path()
     ctx.obj = Ctx(cwd, project_id)
     if ctx.invoked_subcommand is None:  # a bare `memlane` is a request for help, not a usage error
         click.echo(ctx.get_help())
+
+
+def _read_storage_path() -> None:
+    """``storage.path`` moves the project stores (``paths.projects_root``): read the config before any command
+    touches one. Nothing is created; a broken config is left for the command that needs it to report."""
+    if not os.path.exists(os.path.join(paths.home_path(), "config.toml")):
+        return
+    try:
+        config.load()
+    except config.ConfigError:
+        pass
 
 
 # ---- reading -----------------------------------------------------------------------------------
@@ -409,6 +421,26 @@ def forget(
             raise click.Abort()
         count = mem.forget(**selector)
         render.console.print(f"Forgot {count} event(s).")
+
+
+@cli.command()
+@click.option("--max-mb", type=click.IntRange(1, 10_000_000), help="The cap (default: storage.max_size_mb).")
+@json_option
+@pass_ctx
+def prune(obj: Ctx, max_mb: int | None, as_json: bool) -> None:
+    """Bring the store under its size cap now: the oldest low-value events go first (the daemon does this
+    on its own when storage.max_size_mb is set). Protected and recent events stay (docs/retention.md)."""
+    from memlane import retention
+
+    with obj.memory(create=False) as mem:
+        cap = max_mb if max_mb is not None else mem.config.storage.max_size_mb
+        if not cap:
+            raise click.ClickException("no size cap: set storage.max_size_mb (memlane config set) or pass --max-mb")
+        report = retention.prune(mem, cap * 1024 * 1024)
+    if as_json:
+        render.emit_json(report.as_dict())
+    else:
+        render.console.print(report.line(), markup=False)
 
 
 # ---- projects, config --------------------------------------------------------------------------

@@ -188,7 +188,7 @@ class FileContextStore(ContextStore):
 
 def store_path(project_id: str, scope: ContextScope, kind: PersistenceKind) -> str:
     """``<data dir>/projects/<id>/context/<scope>-<kind>.json`` — one file per persistent store."""
-    return paths.join("projects", project_id, "context", f"{scope.value}-{kind.value}.json")
+    return paths.project_join(project_id, "context", f"{scope.value}-{kind.value}.json")
 
 
 def project_store(project_id: str, scope: ContextScope, kind: PersistenceKind) -> FileContextStore:

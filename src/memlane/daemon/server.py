@@ -36,6 +36,7 @@ from memlane.daemon import context_routes, state, warm
 from memlane.daemon.embed_worker import Gate, Stopping, Worker
 from memlane.daemon.inbox import DRAIN_S as INBOX_DRAIN_S
 from memlane.daemon.inbox import Delivery, Inbox
+from memlane.daemon.jobs import Upkeep
 from memlane.errors import InputError, MemlaneError
 from memlane.logs import log
 from memlane.memory import Memory
@@ -102,6 +103,7 @@ class Daemon:
         # How long the hooks Claude Code waits for took here (ms, the last ``HOOK_TIMES_KEPT`` of each): health.
         self.hook_ms: dict[str, deque[float]] = {e: deque(maxlen=HOOK_TIMES_KEPT) for e in warm.EVENTS}
         self.inbox = Inbox(self._store_delivery, self.touch, self._yield)
+        self.upkeep_state: dict[str, Any] = {}  # daemon/jobs.Upkeep: each job's last run and result
         self.last_hook = 0.0  # when the last hook came in (monotonic): the inbox waits for a quiet moment
 
     # ---- routes --------------------------------------------------------------------------------
@@ -138,6 +140,7 @@ class Daemon:
                 "hooks": self.hooks_run,
                 "hooks_queued": self.inbox.pending,
                 "hook_ms_p50": {e: round(statistics.median(t), 1) for e, t in self.hook_ms.items() if t},
+                "jobs": self.upkeep_state,
             }
         )
 
@@ -470,6 +473,8 @@ def serve(cfg: config.Config | None = None, port: int | None = None, worker: boo
     threads = [threading.Thread(target=daemon.idle_watch, args=(server,), daemon=True)]
     if worker:
         threads.append(threading.Thread(target=daemon.worker, name="embed-worker", daemon=True))
+        upkeep = Upkeep(cfg, daemon.stop, daemon.gate, state=daemon.upkeep_state)  # pruning, outbox cleanup
+        threads.append(threading.Thread(target=upkeep.run, name="upkeep", daemon=True))
     for t in threads:
         t.start()
     try:

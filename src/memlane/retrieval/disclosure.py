@@ -175,9 +175,9 @@ def disclose(
         decision = Expansion("index_only")
     for hit, row in zip(shown, rows, strict=True):  # then the expansions, in rank order, while they fit
         eid = hit.event.id
-        if budget.expand(row, hit, timeline_=eid in decision.timelines, detail=eid in decision.details):
-            if layer == "smart":
-                row["expansion"] = decision.reason
+        added = budget.expand(row, hit, timeline_=eid in decision.timelines, detail=eid in decision.details)
+        if added and layer == "smart":
+            row["expansion"] = decision.reason
     meta = {
         "layer": layer,
         "expansion": decision.reason,
