@@ -27,7 +27,9 @@ def mem(proj: Path) -> Memory:
         for s in range(4):
             for i in range(5):
                 body = f"session {s} step {i}: " + ("the pool exhausted its connections; " * 60)
-                events.append(NewEvent("agent_response", f"s{s}", body, f"t{s}-{i}", ts=f"2026-11-0{s + 1}T10:0{i}:00Z"))
+                events.append(
+                    NewEvent("agent_response", f"s{s}", body, f"t{s}-{i}", ts=f"2026-11-0{s + 1}T10:0{i}:00Z")
+                )
         m.store.append(events)
     m = Memory.open(str(proj), create=False)
     yield m
@@ -141,4 +143,3 @@ def test_cli_disclosure_layers_and_budget(mem: Memory, proj: Path) -> None:
     assert top["expansion"] == "high_confidence" and "narwhal7731" in top["detail"]["content"]
     code, out, _ = _search(proj, "pool", "--budget", "99")
     assert code == 2 and "99 is not in the range 100<=x<=100000" in out + _
-

@@ -56,7 +56,9 @@ def big(proj: Path) -> Iterator[Memory]:
             events.append(NewEvent("tool_observation", f"s{s}", f"{tool} call {s}.{i} {filler}", f"t{s}.{i}", meta, ts))
             events.append(NewEvent("agent_response", f"s{s}", f"answer {s}.{i} {filler}", f"a{s}.{i}", {}, ts))
             events.append(NewEvent("user_prompt", f"s{s}", f"prompt {s}.{i} {filler}", f"p{s}.{i}", {}, ts))
-        events.append(NewEvent("session_summary", f"s{s}", f"summary of s{s}", f"sum{s}", {}, OLD.format(d=s + 1, m=59)))
+        events.append(
+            NewEvent("session_summary", f"s{s}", f"summary of s{s}", f"sum{s}", {}, OLD.format(d=s + 1, m=59))
+        )
     events.append(NewEvent("tool_observation", "now", "Read call today", "today", {"tool_name": "Read"}, None))
     with Memory.open(str(proj)) as mem:
         mem.store.append(events)
@@ -185,7 +187,7 @@ def test_upkeep_runs_due_jobs_and_records_them(big: Memory) -> None:
 def test_feature_toggles(hook: Hook, proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     defaults = config.Config().features
     assert defaults.session_summary is True and defaults.insight_extraction is True
-    code, out = run(proj, "config", "show")
+    _, out = run(proj, "config", "show")
     features = out.split("[features]\n", 1)[1].split("\n[", 1)[0]  # documented in `config show`
     assert "insight_extraction = true" in features and "session_summary = true" in features
     assert "learning loop" in features

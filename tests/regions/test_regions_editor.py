@@ -53,9 +53,7 @@ def test_edit_replaces_the_body_only(proj: Path, claude: Path) -> None:
     body = "## References\n\n@context/memory/index.md\n\nNotes for the team.\n"
     code, out = edit(proj, claude, body, "references")
     assert code == 0 and out.startswith("Updated region 'references' of ")
-    assert claude.read_text() == PROSE + (
-        f"<!-- MEMORY_START: references -->\n{body}<!-- MEMORY_END: references -->\n"
-    )
+    assert claude.read_text() == PROSE + (f"<!-- MEMORY_START: references -->\n{body}<!-- MEMORY_END: references -->\n")
     assert stat.S_IMODE(claude.stat().st_mode) == 0o640  # replaced atomically, mode kept
     assert not list(claude.parent.glob("*.tmp*"))
 
