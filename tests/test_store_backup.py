@@ -1,4 +1,4 @@
-"""The daemon's online backups of each store (store/backup.py, daemon/backups.py): what repair restores from."""
+"""The daemon's online backups of each store (store/backup.py, daemon/jobs.BackupStores): what repair restores from."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from memlane import config
-from memlane.daemon.backups import LOOK_EVERY_S, BackupJob
+from memlane.daemon.jobs import JOBS, BackupStores, Upkeep
 from memlane.memory import Memory
 from memlane.store import backup
 from memlane.store.db import NewEvent
@@ -83,53 +83,37 @@ def test_forget_and_redact_take_the_backups_with_them(proj: Path) -> None:
     assert backup.existing(db) == []
 
 
-def test_the_job_backs_up_what_changed_once_a_look(proj: Path, tmp_path: Path) -> None:
-    now = [1000.0]
+def test_the_job_backs_up_the_stores_with_new_events(proj: Path, tmp_path: Path) -> None:
     cfg = config.load()
-    job = BackupJob(cfg, clock=lambda: now[0], first_look_s=0)
+    job = BackupStores()
     db = _store(proj)
     other = _store(tmp_path / "other", 2)
-    made = job.tick()
-    assert sorted(made) == sorted(backup.existing(db) + backup.existing(other)) and job.taken == 2
+    assert job.run(cfg) is not None
+    assert len(backup.existing(db)) == len(backup.existing(other)) == 1
+    assert job.run(cfg) is None  # no new event since
     _store(proj, 1, "s3")
-    assert job.tick() == []  # within a minute of the last look
-    now[0] += LOOK_EVERY_S
-    assert job.tick() == []  # the interval (an hour) has not passed since the backup
+    assert job.run(cfg) is None  # a new event, but the interval (an hour) has not passed
     for path in backup.existing(db):
         old = time.time() - cfg.store.backup_interval_min * 60 - 5
         os.utime(path, (old, old))
-    now[0] += LOOK_EVERY_S
-    assert [os.path.dirname(p) for p in job.tick()] == [backup.folder(db)]
+    assert job.run(cfg) == f"backed up {Path(db).parent.name}"
+    assert len(backup.existing(db)) == 2 and len(backup.existing(other)) == 1
 
 
 def test_the_job_is_off_at_interval_zero(proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("MEMLANE_STORE_BACKUP_INTERVAL_MIN", "0")
-    _store(proj)
-    assert BackupJob(config.load(), first_look_s=0).tick() == []
-
-
-def test_the_daemons_loop_runs_the_job(proj: Path) -> None:
-    from memlane.daemon.server import Daemon
-
     db = _store(proj)
-    daemon = Daemon(config.load())
-    assert daemon.backups.tick() == []  # not in the daemon's first half minute
-    daemon.backups.next_look = 0.0
+    assert BackupStores().run(config.load()) is None and backup.existing(db) == []
 
-    class Server:
-        should_exit = False
 
-    loop = threading.Thread(target=daemon.idle_watch, args=(Server(),), daemon=True)
-    loop.start()
-    try:
-        for _ in range(100):
-            if backup.existing(db):
-                break
-            time.sleep(0.1)
-    finally:
-        daemon.stop.set()
-        loop.join(timeout=10)
-    assert len(backup.existing(db)) == 1 and daemon.backups.taken == 1
+def test_the_daemons_job_loop_runs_it(proj: Path) -> None:
+    db = _store(proj)
+    stop = threading.Event()
+    state: dict[str, object] = {}
+    upkeep = Upkeep(config.load(), stop, jobs=[job() for job in JOBS], state=state)
+    upkeep.run_due()
+    assert len(backup.existing(db)) == 1
+    assert state["backup"]["error"] is None and "backed up" in state["backup"]["result"]  # type: ignore[index]
 
 
 def test_a_redaction_takes_the_backups_with_it(proj: Path) -> None:

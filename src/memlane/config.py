@@ -89,6 +89,13 @@ class PrivacyConfig(Section):
     redact_secrets: bool = _f(True, "Redact passwords, tokens, API keys, private keys and credentials in URLs.")
     secret_marker: str = _f("[REDACTED]", "Text that replaces a redacted secret.")
     extra_patterns: list[str] = _f([], "Additional regular expressions whose matches are redacted.")
+    preserve_line_count: bool = _f(
+        False, "A private section leaves as many line breaks as it held, so line numbers after it stay right."
+    )
+    anonymize: bool = _f(
+        False, "Replace e-mail addresses, phone numbers and anonymize_names by [EMAIL], [PHONE] and [NAME]."
+    )
+    anonymize_names: list[str] = _f([], "Names replaced by [NAME] when anonymize is on (whole words, any case).")
 
 
 class CaptureConfig(Section):
@@ -123,6 +130,22 @@ class StoreConfig(Section):
         "`doctor --repair` restores lost events from them. 0 = no backups.",
     )
     backups_kept: int = _f(3, "Backups kept per store (the oldest go first).")
+
+
+class StorageConfig(Section):
+    path: str = _f(
+        "", "Where project stores (memory.db, vectors, context) live; empty: <data dir>/projects. Move existing ones."
+    )
+    max_size_mb: int = _f(
+        0, "Cap on a project's SQLite store (MB); past it the daemon prunes the oldest low-value events. 0 = no cap."
+    )
+
+
+class FeaturesConfig(Section):
+    session_summary: bool = _f(True, "Write an extractive summary of each session when it ends.")
+    insight_extraction: bool = _f(
+        True, "Let the learning loop extract insights from sessions (read by the knowledge layer; no LLM unless set)."
+    )
 
 
 class LoggingConfig(Section):
@@ -264,6 +287,7 @@ class WorkflowConfig(Section):
     max_session_age_days: int = _f(90, "Workflow session files older than this are removed by cleanup.")
     max_response_length: int = _f(2000, "Claude responses appended to a workflow session are cut to this length.")
     summarization: bool = _f(False, "Summarise workflow sessions (extractive, no LLM).")
+    summary_max_length: int = _f(500, "Longest workflow session summary (characters).")
     default_progress: str = _f("{}", "JSON merged into a new progress.json.")
 
 
@@ -312,6 +336,8 @@ class Config:
     capture: CaptureConfig
     injection: InjectionConfig
     store: StoreConfig
+    storage: StorageConfig
+    features: FeaturesConfig
     logging: LoggingConfig
     embedding: EmbeddingConfig
     vectors: VectorsConfig
@@ -338,6 +364,8 @@ SECTIONS: dict[str, type[Section]] = {
     "capture": CaptureConfig,
     "injection": InjectionConfig,
     "store": StoreConfig,
+    "storage": StorageConfig,
+    "features": FeaturesConfig,
     "logging": LoggingConfig,
     "embedding": EmbeddingConfig,
     "vectors": VectorsConfig,
@@ -485,6 +513,8 @@ def load(path: Path | None = None, environ: dict[str, str] | None = None) -> Con
     cfg = Config()
     _apply(cfg, read_file(path), str(path))
     _apply(cfg, env_overrides(environ), "environment")
+    if environ is None and path == paths.config_path():
+        paths.set_storage_path(cfg.storage.path)  # where the project stores live (paths.projects_root)
     return cfg
 
 
@@ -518,6 +548,7 @@ def load_cached() -> Config:
     cfg = Config()
     _apply(cfg, data or {}, file)
     _apply(cfg, env_overrides(), "environment")
+    paths.set_storage_path(cfg.storage.path)
     return cfg
 
 

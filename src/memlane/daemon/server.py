@@ -33,10 +33,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from memlane import __version__, config
 from memlane.daemon import context_routes, state, warm
-from memlane.daemon.backups import BackupJob
 from memlane.daemon.embed_worker import Gate, Stopping, Worker
 from memlane.daemon.inbox import DRAIN_S as INBOX_DRAIN_S
 from memlane.daemon.inbox import Delivery, Inbox
+from memlane.daemon.jobs import Upkeep
 from memlane.errors import InputError, MemlaneError
 from memlane.logs import log
 from memlane.memory import Memory
@@ -166,8 +166,8 @@ class Daemon:
         # How long the hooks Claude Code waits for took here (ms, the last ``HOOK_TIMES_KEPT`` of each): health.
         self.hook_ms: dict[str, deque[float]] = {e: deque(maxlen=HOOK_TIMES_KEPT) for e in warm.EVENTS}
         self.inbox = Inbox(self._store_delivery, self.touch, self._yield)
+        self.upkeep_state: dict[str, Any] = {}  # daemon/jobs.Upkeep: each job's last run and result
         self.last_hook = 0.0  # when the last hook came in (monotonic): the inbox waits for a quiet moment
-        self.backups = BackupJob(cfg)  # online backups of the stores, for `doctor --repair`
 
     # ---- routes --------------------------------------------------------------------------------
 
@@ -203,7 +203,7 @@ class Daemon:
                 "hooks": self.hooks_run,
                 "hooks_queued": self.inbox.pending,
                 "hook_ms_p50": {e: round(statistics.median(t), 1) for e, t in self.hook_ms.items() if t},
-                "backups_taken": self.backups.taken,
+                "jobs": self.upkeep_state,
             }
         )
 
@@ -224,6 +224,9 @@ class Daemon:
         min_score = body.get("min_score", 0.0)
         if isinstance(min_score, bool) or not isinstance(min_score, int | float) or not 0 <= min_score <= 1:
             raise InputError("minScore must be a number from 0 to 1")
+        cross = body.get("cross_project")
+        if cross is not None and not isinstance(cross, bool):
+            raise InputError("cross_project must be true or false")
         with self.memory(body) as mem:
             started = time.perf_counter()
             hits = mem.search(
@@ -235,6 +238,10 @@ class Daemon:
                 until=body.get("until"),
                 exclude_ids=body.get("exclude_ids") or (),
                 engine=self.engine,
+                tool=body.get("tool"),  # tool, file, failed: checked by Memory.search
+                file=body.get("file"),
+                failed=body.get("failed", False),
+                cross_project=cross,
             )
             elapsed = (time.perf_counter() - started) * 1000
             hits = [h for h in hits if h.score >= min_score]
@@ -498,9 +505,7 @@ class Daemon:
         self.embed_worker.run()
 
     def idle_watch(self, server: uvicorn.Server) -> None:
-        """The daemon's one loop: idle shutdown, and the small background jobs (backups) each tick."""
         while not self.stop.wait(1.0):
-            self.backups.tick()
             if self.warming or self.inbox.pending or (self.embed_worker is not None and self.embed_worker.has_work):
                 # The worker has work (from a step that finds some until a step that finds nothing to embed):
                 # one slice of long texts can outlast a short idle timeout, so the clock starts after it.
@@ -585,6 +590,8 @@ def serve(cfg: config.Config | None = None, port: int | None = None, worker: boo
     threads = [threading.Thread(target=daemon.idle_watch, args=(server,), daemon=True)]
     if worker:
         threads.append(threading.Thread(target=daemon.worker, name="embed-worker", daemon=True))
+        upkeep = Upkeep(cfg, daemon.stop, daemon.gate, state=daemon.upkeep_state)  # pruning, cleanup, backups
+        threads.append(threading.Thread(target=upkeep.run, name="upkeep", daemon=True))
     for t in threads:
         t.start()
     try:

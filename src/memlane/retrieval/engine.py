@@ -190,7 +190,9 @@ class Engine:
             if self.start_daemon:
                 self._start_daemon()  # warm for the next command; this one does not wait for it
             return None
-        body = {"project_id": memory.project.id, "query": query, **{k: v for k, v in filters.items() if v}}
+        # Other projects (cross_project) are asked for one by one by Memory.search, each with its own store.
+        body = {"project_id": memory.project.id, "query": query, "cross_project": False,
+                **{k: v for k, v in filters.items() if v}}  # fmt: skip
         if "types" in body:
             body["types"] = list(body["types"])
         # Generous: a daemon that has just started may still be loading the model (well under a second on the

@@ -1,6 +1,6 @@
 """Online backups of a project's store: what `doctor --repair` restores events from when pages are lost.
 
-The daemon takes them (``daemon.backups``), with SQLite's backup API: a consistent snapshot read in one
+The daemon takes them (``daemon.jobs.BackupStores``), with SQLite's backup API: a consistent snapshot read in one
 step while hooks keep writing (WAL), into ``projects/<id>/backups/memory-<UTC time>-s<newest event>.db``,
 created 0600 in a 0700 folder, written as a temp file and renamed into place, so a backup is whole or absent. Only the
 newest ``store.backups_kept`` stay. A store that fails the damage check is never backed up: a damaged copy

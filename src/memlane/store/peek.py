@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from contextlib import closing
+from typing import Any
 
 
 def _read_only(file: str | os.PathLike[str], timeout: float) -> sqlite3.Connection:
@@ -45,3 +46,10 @@ def damage(file: str | os.PathLike[str], timeout: float = 5.0) -> str | None:
     except sqlite3.DatabaseError as exc:
         return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
+
+def outbox_metrics(file: str | os.PathLike[str], timeout: float = 5.0) -> dict[str, Any]:
+    """``store.outbox.metrics`` through a read-only connection."""
+    from memlane.store.outbox import metrics
+
+    with closing(_read_only(file, timeout)) as conn:
+        return metrics(conn)
