@@ -74,6 +74,7 @@ NO_MEMORY_READS = [
     ["sessions"],
     ["search", "anything"],
     ["search", "x", "--text-only"],
+    ["search", "--failed"],
     ["show", "mem:abcdef"],
     ["timeline", "mem:abcdef"],
     ["export"],

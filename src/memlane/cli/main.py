@@ -241,11 +241,11 @@ def search(
     from memlane.retrieval.engine import Engine
 
     tools = check_tool_filters(tool, file, failed, list(types))
+    check_window(since, until)  # refused even where no store exists yet
     if not query and tools:
         _tool_runs(obj, tools, session, since, until, limit, as_json)
         return
     text = check_query(" ".join(query))  # refused even where no store exists yet (reading() answers "empty")
-    check_window(since, until)
     with obj.reading(as_json) as mem:
         if mem is None:
             return
