@@ -124,6 +124,12 @@ class InjectionConfig(Section):
 class StoreConfig(Section):
     busy_timeout_ms: int = _f(5000, "SQLite busy timeout for the CLI and daemon.")
     hook_busy_timeout_ms: int = _f(1500, "SQLite busy timeout inside hooks; past it the event is spooled.")
+    backup_interval_min: int = _f(
+        60,
+        "The daemon backs up each store that changed at most this often (projects/<id>/backups, 0600); "
+        "`doctor --repair` restores lost events from them. 0 = no backups.",
+    )
+    backups_kept: int = _f(3, "Backups kept per store (the oldest go first).")
 
 
 class StorageConfig(Section):
@@ -244,7 +250,14 @@ class DaemonConfig(Section):
     )
     port: int = _f(37777, "Port of the daemon's HTTP API.")
     idle_timeout_s: int = _f(1800, "The daemon exits after this long without requests or work.")
-    autostart: bool = _f(True, "SessionStart starts the daemon, detached, when it is down.")
+    autostart: bool = _f(
+        True, "SessionStart (and the MCP server, which lives as long as a session) starts the daemon when it is down."
+    )
+    search_starts: bool = _f(
+        False,
+        "`memlane search` starts the daemon (detached; it stays up to idle_timeout_s, ~280 MB) when it is down, so "
+        "later searches use its warm model. Off: a search is a read and starts nothing; it loads the model itself.",
+    )
     hook_deadline_ms: int = _f(120, "How long a hook waits for the daemon before falling back to full-text search.")
 
 

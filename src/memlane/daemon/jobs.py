@@ -1,7 +1,9 @@
 """Upkeep the daemon runs beside embedding: small job classes, each with its own interval.
 
 - ``PruneStores`` keeps every project's store within ``storage.max_size_mb`` (``memlane.retention``);
-- ``CleanOutbox`` removes embedding jobs done more than ``DONE_KEPT_DAYS`` ago (vector-outbox-v2 §9.3).
+- ``CleanOutbox`` removes embedding jobs done more than ``DONE_KEPT_DAYS`` ago (vector-outbox-v2 §9.3);
+- ``BackupStores`` backs up each store that has new events, at most every ``store.backup_interval_min``
+  (``store.backup``: SQLite's online backup, 0600, rotated), what ``doctor --repair`` restores lost events from.
 
 A job has a ``name``, an ``interval_s`` and ``run(cfg) -> str | None`` (a line for the log when it did
 something). ``Upkeep`` is the loop that runs them, on a thread of its own started by ``server.serve`` with the
@@ -74,7 +76,35 @@ class CleanOutbox(Job):
         return "removed done embedding jobs: " + ", ".join(f"{k} {v}" for k, v in removed.items())
 
 
-JOBS: list[type[Job]] = [PruneStores, CleanOutbox]
+class BackupStores(Job):
+    """Looks at every store each minute; backs up those with events their newest backup lacks once it is
+    ``store.backup_interval_min`` old. By file, not by ``Memory``: a damaged store is skipped (never copied
+    over the good backups), not an error that stops the job."""
+
+    name = "backup"
+    interval_s = 60.0
+
+    def run(self, cfg: config.Config) -> str | None:
+        from memlane import paths
+        from memlane.store import backup
+
+        if cfg.store.backup_interval_min <= 0:
+            return None
+        base = paths.projects_dir()
+        made: list[str] = []
+        skipped: list[str] = []
+        for db in sorted(base.glob("*/memory.db")) if base.is_dir() else []:
+            if not backup.due(str(db), cfg.store.backup_interval_min * 60):
+                continue
+            target = backup.take(str(db), cfg.store.backups_kept)
+            (made if target else skipped).append(db.parent.name)
+        parts = [f"backed up {', '.join(made)}"] if made else []
+        if skipped:
+            parts.append(f"not backed up, the store looks damaged (memlane doctor): {', '.join(skipped)}")
+        return "; ".join(parts) or None
+
+
+JOBS: list[type[Job]] = [PruneStores, CleanOutbox, BackupStores]
 
 
 class Upkeep:

@@ -590,7 +590,7 @@ def serve(cfg: config.Config | None = None, port: int | None = None, worker: boo
     threads = [threading.Thread(target=daemon.idle_watch, args=(server,), daemon=True)]
     if worker:
         threads.append(threading.Thread(target=daemon.worker, name="embed-worker", daemon=True))
-        upkeep = Upkeep(cfg, daemon.stop, daemon.gate, state=daemon.upkeep_state)  # pruning, outbox cleanup
+        upkeep = Upkeep(cfg, daemon.stop, daemon.gate, state=daemon.upkeep_state)  # pruning, cleanup, backups
         threads.append(threading.Thread(target=upkeep.run, name="upkeep", daemon=True))
     for t in threads:
         t.start()

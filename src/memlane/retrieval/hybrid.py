@@ -343,7 +343,10 @@ class Retriever:
         ranked = _session_support(ranked, rcfg.session_support)
         _recency(ranked, rcfg.recency_half_life_days)
         ranked.sort(key=lambda c: (c.ts, c.event.seq if c.event else 0), reverse=True)  # ties: newest first
-        ranked.sort(key=lambda c: -_order(c, rcfg))
+        order = {c.event_id: _order(c, rcfg) for c in ranked}
+        ranked.sort(key=lambda c: -order[c.event_id])
+        for c in ranked[: max(limit, EXCHANGE_DEPTH)]:
+            c.sources["rank"] = order[c.event_id]  # what the list is sorted by (log-odds), for the CLI to show
         if current_first:  # over the head whose events _exchange_support has read anyway
             head = self._resolve(ranked, max(limit, EXCHANGE_DEPTH), filters)
             hits = select.current_first(head, self.store, limit)[:limit]
