@@ -1,0 +1,282 @@
+"""The PostgreSQL schema: numbered migrations of their own, recorded in ``memlane.schema_migrations``.
+
+Everything lives in the ``memlane`` schema of the database the URL names, so it can share a database with
+other applications. One database holds many projects: every table has ``project_id``, and row-level
+security shows a role only the projects it owns or that were shared with it (a role, or a group role it is
+a member of, in ``memlane.members``). The access check is one ``SECURITY DEFINER`` function, so the
+policies do not recurse through the tables they protect; it answers only for the calling login role.
+
+Migrations are applied by a role that may create tables, roles and the ``vector`` extension (an
+administrator: ``memlane team init-server``); users are members of the group role ``memlane_member``,
+which has the table privileges and nothing else. As with SQLite, never edit a shipped migration.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+SCHEMA = "memlane"
+MEMBER_ROLE = "memlane_member"
+# Tables with a project_id and the one access policy; ``projects`` and ``members`` have their own.
+DATA_TABLES = (
+    "events",
+    "sessions",
+    "outbox",
+    "tombstones",
+    "forgotten",
+    "term_counts",
+    "project_stats",
+    "imports",
+    "vectors",
+)
+
+_M1 = """
+CREATE EXTENSION IF NOT EXISTS vector;
+CREATE SCHEMA IF NOT EXISTS memlane;
+DO $$ BEGIN
+  IF NOT EXISTS (SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = 'memlane_member') THEN
+    CREATE ROLE memlane_member NOLOGIN;
+  END IF;
+END $$;
+
+CREATE TABLE memlane.projects (
+    id          text PRIMARY KEY CHECK (id <> ''),
+    owner       name NOT NULL DEFAULT current_user,
+    encrypted   boolean NOT NULL DEFAULT false,
+    key_check   bytea,
+    created_at  timestamptz NOT NULL DEFAULT now()
+);
+CREATE TABLE memlane.members (
+    project_id  text NOT NULL REFERENCES memlane.projects(id) ON DELETE CASCADE,
+    member      name NOT NULL,
+    PRIMARY KEY (project_id, member)
+);
+
+-- The projects a role may see: its own and those shared with it or a group it belongs to. Only for the
+-- calling login role (or a role it may become): nobody lists another role's projects through it.
+CREATE FUNCTION memlane.visible_projects(who name) RETURNS SETOF text
+LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+  SELECT p.id FROM memlane.projects p
+  WHERE pg_has_role(session_user, who, 'MEMBER')
+    AND (p.owner = who OR EXISTS (
+      SELECT 1 FROM memlane.members m JOIN pg_catalog.pg_roles r ON r.rolname = m.member
+      WHERE m.project_id = p.id AND pg_has_role(who, r.oid, 'MEMBER')))
+$$;
+REVOKE ALL ON FUNCTION memlane.visible_projects(name) FROM PUBLIC;
+
+CREATE TABLE memlane.events (
+    seq           bigserial PRIMARY KEY,
+    project_id    text NOT NULL REFERENCES memlane.projects(id) ON DELETE CASCADE,
+    id            text NOT NULL,
+    citation      text NOT NULL,
+    type          text NOT NULL,
+    session_id    text NOT NULL,
+    ts            text NOT NULL,
+    content       text NOT NULL,
+    canonical_key text NOT NULL,
+    dedupe_key    text NOT NULL,
+    has_cjk       boolean NOT NULL DEFAULT false,
+    metadata      text NOT NULL DEFAULT '{}',
+    searchable    boolean NOT NULL DEFAULT true,
+    tsv           tsvector,
+    grams         text[],
+    dl            integer NOT NULL DEFAULT 0,
+    sealed        bytea,
+    origin        text NOT NULL DEFAULT '',
+    author        name NOT NULL DEFAULT current_user,
+    UNIQUE (project_id, id),
+    UNIQUE (project_id, dedupe_key),
+    UNIQUE (project_id, citation)
+);
+CREATE INDEX events_tsv ON memlane.events USING gin (tsv);
+CREATE INDEX events_grams ON memlane.events USING gin (grams);
+CREATE INDEX events_session ON memlane.events (project_id, session_id, seq);
+CREATE INDEX events_type_seq ON memlane.events (project_id, type, seq);
+CREATE INDEX events_ts ON memlane.events (project_id, ts, seq);
+
+CREATE TABLE memlane.sessions (
+    project_id      text NOT NULL REFERENCES memlane.projects(id) ON DELETE CASCADE,
+    id              text NOT NULL,
+    started_at      text NOT NULL,
+    last_activity   text NOT NULL,
+    ended_at        text,
+    end_reason      text,
+    source          text,
+    cwd             text,
+    transcript_path text,
+    event_count     integer NOT NULL DEFAULT 0,
+    prompt_count    integer NOT NULL DEFAULT 0,
+    summary         text,
+    PRIMARY KEY (project_id, id)
+);
+CREATE INDEX sessions_activity ON memlane.sessions (project_id, last_activity);
+
+CREATE TABLE memlane.outbox (
+    project_id      text NOT NULL,
+    event_id        text NOT NULL,
+    status          text NOT NULL DEFAULT 'pending',
+    attempts        integer NOT NULL DEFAULT 0,
+    created_at      text NOT NULL,
+    updated_at      text NOT NULL,
+    next_attempt_at text,
+    error           text,
+    claimed_by      text,
+    queued          bigserial,
+    PRIMARY KEY (project_id, event_id),
+    FOREIGN KEY (project_id, event_id) REFERENCES memlane.events(project_id, id) ON DELETE CASCADE
+);
+CREATE INDEX outbox_status ON memlane.outbox (project_id, status, queued);
+
+CREATE TABLE memlane.tombstones (
+    id          bigserial PRIMARY KEY,
+    project_id  text NOT NULL REFERENCES memlane.projects(id) ON DELETE CASCADE,
+    ts          text NOT NULL,
+    scope       text NOT NULL,
+    selector    text NOT NULL,
+    event_count integer NOT NULL,
+    detail      text NOT NULL DEFAULT '{}',
+    origin      text NOT NULL DEFAULT ''
+);
+CREATE INDEX tombstones_project ON memlane.tombstones (project_id, id);
+
+-- Every forgotten event id, so other machines delete their copies and nobody pushes it again.
+CREATE TABLE memlane.forgotten (
+    seq          bigserial PRIMARY KEY,
+    project_id   text NOT NULL REFERENCES memlane.projects(id) ON DELETE CASCADE,
+    event_id     text NOT NULL,
+    tombstone_id bigint,
+    origin       text NOT NULL DEFAULT '',
+    UNIQUE (project_id, event_id)
+);
+CREATE INDEX forgotten_project ON memlane.forgotten (project_id, seq);
+
+CREATE TABLE memlane.term_counts (
+    project_id text NOT NULL,
+    term       text NOT NULL,
+    doc        bigint NOT NULL,
+    size       bigint NOT NULL,
+    PRIMARY KEY (project_id, term)
+);
+
+CREATE TABLE memlane.project_stats (
+    project_id      text PRIMARY KEY REFERENCES memlane.projects(id) ON DELETE CASCADE,
+    events          bigint NOT NULL DEFAULT 0,
+    indexed_rows    bigint NOT NULL DEFAULT 0,
+    indexed_tokens  bigint NOT NULL DEFAULT 0,
+    vectors_version bigint NOT NULL DEFAULT 0
+);
+
+CREATE TABLE memlane.imports (
+    project_id  text NOT NULL REFERENCES memlane.projects(id) ON DELETE CASCADE,
+    source      text NOT NULL,
+    path        text NOT NULL,
+    session_id  text,
+    size        bigint NOT NULL,
+    mtime_ns    bigint NOT NULL,
+    events      integer NOT NULL DEFAULT 0,
+    imported_at text NOT NULL,
+    PRIMARY KEY (project_id, source, path)
+);
+
+-- One row per chunk and model version; ``dim`` picks the HNSW index (a partial index per dimension, on the
+-- vector cast to that dimension), so models of any size share the table.
+CREATE TABLE memlane.vectors (
+    project_id    text NOT NULL,
+    event_id      text NOT NULL,
+    chunk         integer NOT NULL,
+    model_version text NOT NULL,
+    type          text NOT NULL DEFAULT '',
+    session_id    text NOT NULL DEFAULT '',
+    ts            text NOT NULL DEFAULT '',
+    dim           integer NOT NULL,
+    embedding     vector NOT NULL,
+    PRIMARY KEY (project_id, model_version, event_id, chunk),
+    FOREIGN KEY (project_id, event_id) REFERENCES memlane.events(project_id, id) ON DELETE CASCADE
+);
+CREATE INDEX vectors_event ON memlane.vectors (project_id, event_id);
+CREATE INDEX vectors_hnsw_384 ON memlane.vectors
+    USING hnsw ((embedding::vector(384)) vector_cosine_ops) WHERE dim = 384;
+
+-- An HNSW index for another dimension, made on first use by a member (who may not create indexes).
+CREATE FUNCTION memlane.ensure_vector_index(d integer) RETURNS void
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+  IF d < 1 OR d > 2000 THEN RAISE EXCEPTION 'vector dimension % is outside 1..2000', d; END IF;
+  EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON memlane.vectors USING hnsw ((embedding::vector(%s)) '
+                 'vector_cosine_ops) WHERE dim = %s', 'vectors_hnsw_' || d, d, d);
+END $$;
+REVOKE ALL ON FUNCTION memlane.ensure_vector_index(integer) FROM PUBLIC;
+"""
+
+
+def _policies() -> str:
+    visible = "project_id IN (SELECT memlane.visible_projects(current_user))"
+    lines = [
+        "ALTER TABLE memlane.projects ENABLE ROW LEVEL SECURITY;",
+        "CREATE POLICY read ON memlane.projects FOR SELECT USING (id IN (SELECT memlane.visible_projects(current_user)));",
+        "CREATE POLICY make ON memlane.projects FOR INSERT WITH CHECK (owner = current_user);",
+        "CREATE POLICY own ON memlane.projects FOR UPDATE USING (owner = current_user) WITH CHECK (owner = current_user);",
+        "CREATE POLICY drop ON memlane.projects FOR DELETE USING (owner = current_user);",
+        "ALTER TABLE memlane.members ENABLE ROW LEVEL SECURITY;",
+        f"CREATE POLICY read ON memlane.members FOR SELECT USING ({visible});",
+        "CREATE POLICY grant_ ON memlane.members FOR INSERT WITH CHECK"
+        " (project_id IN (SELECT id FROM memlane.projects WHERE owner = current_user));",
+        "CREATE POLICY revoke_ ON memlane.members FOR DELETE USING"
+        " (project_id IN (SELECT id FROM memlane.projects WHERE owner = current_user));",
+    ]
+    for table in DATA_TABLES:
+        lines.append(f"ALTER TABLE memlane.{table} ENABLE ROW LEVEL SECURITY;")
+        lines.append(f"CREATE POLICY shared ON memlane.{table} USING ({visible}) WITH CHECK ({visible});")
+    lines += [
+        f"GRANT USAGE ON SCHEMA memlane TO {MEMBER_ROLE};",
+        f"GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA memlane TO {MEMBER_ROLE};",
+        f"GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA memlane TO {MEMBER_ROLE};",
+        f"GRANT EXECUTE ON FUNCTION memlane.visible_projects(name) TO {MEMBER_ROLE};",
+        f"GRANT EXECUTE ON FUNCTION memlane.ensure_vector_index(integer) TO {MEMBER_ROLE};",
+    ]
+    return "\n".join(lines)
+
+
+def _m1_initial(cur: Any) -> None:
+    cur.execute(_M1)
+    cur.execute(_policies())
+
+
+MIGRATIONS: list[tuple[int, str, Any]] = [
+    (1, "initial", _m1_initial),
+]
+LATEST = MIGRATIONS[-1][0]
+_LOCK = 0x6D656D6C616E65  # "memlane": one migrator at a time
+
+
+def current_version(conn: Any) -> int:
+    """The schema's version on the server (0 when memlane was never installed there)."""
+    row = conn.execute("SELECT to_regclass('memlane.schema_migrations')").fetchone()
+    if row is None or row[0] is None:
+        return 0
+    return int(conn.execute("SELECT COALESCE(MAX(version), 0) FROM memlane.schema_migrations").fetchone()[0])
+
+
+def migrate(conn: Any, target: int = LATEST) -> list[int]:
+    """Apply the migrations the server lacks, in one transaction; returns the versions applied."""
+    applied: list[int] = []
+    if current_version(conn) >= target:
+        return applied
+    with conn.transaction():
+        conn.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK,))
+        version = current_version(conn)
+        cur = conn.cursor()
+        if version == 0:
+            cur.execute("CREATE SCHEMA IF NOT EXISTS memlane")
+            cur.execute(
+                "CREATE TABLE IF NOT EXISTS memlane.schema_migrations"
+                " (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+        for number, name, step in MIGRATIONS:
+            if version < number <= target:
+                step(cur)
+                cur.execute("INSERT INTO memlane.schema_migrations (version, name) VALUES (%s, %s)", (number, name))
+                applied.append(number)
+        cur.execute(f"REVOKE ALL ON memlane.schema_migrations FROM {MEMBER_ROLE}")
+        cur.execute(f"GRANT SELECT ON memlane.schema_migrations TO {MEMBER_ROLE}")
+    return applied
