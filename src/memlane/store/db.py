@@ -8,6 +8,7 @@
 - ``forget.py``      forget, redact in place, tombstones
 - ``outbox.py``      the embedding jobs the vectors worker claims and completes
 - ``imports.py``     the import ledger and the events an import made
+- ``sync_state.py``  team sync's local state, outgoing events, teammates' events pulled in (``memlane.sync``)
 - ``records.py``     ``NewEvent``, ``Event``, ``AppendResult`` (no SQL)
 
 Writes happen in ``BEGIN IMMEDIATE`` transactions so concurrent hook processes serialise on
@@ -32,6 +33,7 @@ from memlane.store.fulltext import (
 )
 from memlane.store.imports import ImportsStore
 from memlane.store.outbox import OutboxStore
+from memlane.store.sync_state import SyncStore
 from memlane.store.records import EVENT_TYPES, AppendResult, Event, NewEvent
 
 # Constants are re-exported for reading; a test that changes one patches the module that reads it (fulltext).
@@ -53,7 +55,7 @@ __all__ = [
 ]
 
 
-class Store(FullTextStore, ForgetStore, OutboxStore, ImportsStore):
+class Store(FullTextStore, SyncStore, OutboxStore, ImportsStore):
     """One project's memory database."""
 
     @classmethod

@@ -40,8 +40,11 @@ class ForgetStore(EventStore):
             return [tuple(r) for r in self.db.execute("SELECT id, type FROM events WHERE ts < ?", (before,))]
         return []
 
-    def forget(self, targets: Sequence[tuple[str, str]], scope: str, selector: str) -> int:
-        """Purge events (FTS rows via triggers, outbox via cascade), tombstone, then scrub free pages."""
+    def forget(self, targets: Sequence[tuple[str, str]], scope: str, selector: str, *, propagate: bool = True) -> int:
+        """Purge events (FTS rows via triggers, outbox via cascade), tombstone, then scrub free pages.
+
+        In a project shared with a team the ids are also kept in ``sync_forgotten`` (same transaction), for the
+        sync to push as a tombstone; ``propagate=False`` is the sync applying a teammate's forget."""
         if not targets:
             return 0
         ids = [t[0] for t in targets]
@@ -51,6 +54,8 @@ class ForgetStore(EventStore):
         self.db.execute("PRAGMA secure_delete = ON")
         with self.write() as db:
             self._delete_ids(db, ids)
+            if propagate and db.execute("SELECT 1 FROM sync_state WHERE key = 'remote'").fetchone():
+                db.executemany("INSERT OR IGNORE INTO sync_forgotten (event_id) VALUES (?)", [(i,) for i in ids])
             db.execute("DELETE FROM term_counts")  # words of the purged events may be among them; recounted later
             db.execute(
                 "INSERT INTO tombstones (ts, scope, selector, event_count, detail) VALUES (?,?,?,?,?)",

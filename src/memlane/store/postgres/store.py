@@ -777,10 +777,19 @@ class PgStore:
             return []
         return [(r[0], r[1]) for r in rows]
 
-    def forget(self, targets: Sequence[tuple[str, str]], scope: str, selector: str, *, origin: str = "") -> int:
+    def forget(
+        self,
+        targets: Sequence[tuple[str, str]],
+        scope: str,
+        selector: str,
+        *,
+        origin: str = "",
+        also: Sequence[str] = (),
+    ) -> int:
         """Purge events (their outbox jobs and vectors go with them), tombstone, and list every id in
-        ``forgotten`` so other machines delete their copies. Dead rows stay until (auto)vacuum reclaims them."""
-        if not targets:
+        ``forgotten`` so other machines delete their copies (``also``: ids forgotten elsewhere before they
+        reached the server, so they never will). Dead rows stay until (auto)vacuum reclaims them."""
+        if not targets and not also:
             return 0
         ids = [t[0] for t in targets]
         types = Counter(t[1] for t in targets)
@@ -796,14 +805,14 @@ class PgStore:
                     scope,
                     selector,
                     len(ids),
-                    json.dumps({"types": dict(types), "ids": ids[:1000]}),
+                    json.dumps({"types": dict(types), "ids": ids[:1000], "elsewhere": len(also)}),
                     origin,
                 ),
             ).fetchone()[0]
             cur.executemany(
                 "INSERT INTO memlane.forgotten (project_id, event_id, tombstone_id, origin) VALUES (%s,%s,%s,%s)"
                 " ON CONFLICT (project_id, event_id) DO NOTHING",
-                [(self.project_id, i, tomb, origin) for i in ids],
+                [(self.project_id, i, tomb, origin) for i in dict.fromkeys([*ids, *also])],
             )
         _forget_counts(self.url, self.project_id)
         return len(ids)
@@ -876,6 +885,62 @@ class PgStore:
             item["detail"] = json.loads(item["detail"] or "{}")
             out.append(item)
         return out
+
+    # ---- team sync (the server side) -----------------------------------------------------------
+
+    def pull_events(self, after_seq: int, origin: str, limit: int) -> list[dict[str, Any]]:
+        """Events other machines pushed, after ``after_seq``, oldest first (``seq`` is the cursor)."""
+        cur = self.db.execute(
+            "SELECT seq, id, type, session_id, ts, content, dedupe_key, metadata, sealed, origin FROM memlane.events"
+            " WHERE project_id = %s AND seq > %s AND origin != %s ORDER BY seq LIMIT %s",
+            (self.project_id, after_seq, origin, limit),
+        )
+        names = [d.name for d in cur.description]
+        return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
+
+    def last_seq(self) -> int:
+        row = self.db.execute("SELECT COALESCE(max(seq), 0) FROM memlane.events WHERE project_id = %s", (self.project_id,))
+        return int(row.fetchone()[0])
+
+    def pull_forgotten(self, after: int, origin: str, limit: int = 1000) -> list[tuple[int, str, str]]:
+        """(seq, event id, origin) of ids forgotten by other machines, after ``after``."""
+        rows = self.db.execute(
+            "SELECT seq, event_id, origin FROM memlane.forgotten WHERE project_id = %s AND seq > %s AND origin != %s"
+            " ORDER BY seq LIMIT %s",
+            (self.project_id, after, origin, limit),
+        ).fetchall()
+        return [(int(r[0]), r[1], r[2]) for r in rows]
+
+    def members(self) -> list[str]:
+        rows = self.db.execute(
+            "SELECT member FROM memlane.members WHERE project_id = %s ORDER BY member", (self.project_id,)
+        )
+        return [r[0] for r in rows]
+
+    def grant(self, role: str) -> None:
+        self._membership("INSERT INTO memlane.members (project_id, member) VALUES (%s, %s) ON CONFLICT DO NOTHING", role)
+
+    def revoke(self, role: str) -> None:
+        self._membership("DELETE FROM memlane.members WHERE project_id = %s AND member = %s", role)
+
+    def _membership(self, sql: str, role: str) -> None:
+        import psycopg
+
+        owner = self.project().get("owner")
+        me = self.db.execute("SELECT current_user").fetchone()[0]
+        if owner != me:
+            raise DatabaseError(f"only the owner of project '{self.project_id}' ({owner}) can change who shares it")
+        if self.db.execute("SELECT 1 FROM pg_catalog.pg_roles WHERE rolname = %s", (role,)).fetchone() is None:
+            raise DatabaseError(f"no role '{role}' on {self.file}")
+        try:
+            self.db.execute(sql, (self.project_id, role))
+        except psycopg.Error as exc:
+            raise DatabaseError(f"cannot change members of '{self.project_id}': {first_line(exc)}") from exc
+
+    def set_key_check(self, check: bytes) -> None:
+        self.db.execute(
+            "UPDATE memlane.projects SET key_check = %s WHERE id = %s AND key_check IS NULL", (check, self.project_id)
+        )
 
     # ---- the embedding outbox ------------------------------------------------------------------
 
