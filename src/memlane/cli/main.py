@@ -28,6 +28,7 @@ from memlane.cli import (
     privacy_cmd,
     regions,
     render,
+    team_cmd,
     vectors,
     workflow,
 )
@@ -80,12 +81,13 @@ Colour: off when NO_COLOR is set or output is not a terminal; piped tables are t
     "-C", "--cwd", metavar="PATH", help="Act on the project containing this folder (default: the current one)."
 )
 @click.option("--project-id", help="Act on a registered project by id (see `memlane projects`).")
+@click.option("--server", is_flag=True, help="Read the team server's copy of a shared project (database.url).")
 @click.pass_context
-def cli(ctx: click.Context, cwd: str | None, project_id: str | None) -> None:
+def cli(ctx: click.Context, cwd: str | None, project_id: str | None, server: bool) -> None:
     """memlane — local-first memory for AI coding agents."""
     if cwd is not None and not os.path.isdir(cwd):
         raise click.ClickException(f"-C {cwd}: no such folder")
-    ctx.obj = Ctx(cwd, project_id)
+    ctx.obj = Ctx(cwd, project_id, server)
     if ctx.invoked_subcommand is None:  # a bare `memlane` is a request for help, not a usage error
         click.echo(ctx.get_help())
 
@@ -434,6 +436,8 @@ for _command in (
     plugin_cmd.plugin_group,
     context_cmd.context_group,
     privacy_cmd.privacy_group,
+    team_cmd.team_group,
+    team_cmd.migrate,
 ):
     cli.add_command(_command)
 

@@ -157,8 +157,19 @@ class Engine:
         except OSError as exc:
             log("retrieval", "warning", f"could not start the daemon: {exc!r}")
 
+    def index_for(self, memory: Memory) -> Any:
+        """The project's vectors where its store is: LanceDB beside SQLite, pgvector beside PostgreSQL."""
+        if getattr(memory.store, "backend", "sqlite") != "postgres":
+            return self.index(memory.project.id)
+        embedder = self.embedder
+        if embedder is None:
+            return None
+        from memlane.store.postgres.vectors import PgVectorIndex
+
+        return PgVectorIndex(memory.store, embedder.version, embedder.dim, self.cfg.vectors)
+
     def retriever(self, memory: Memory) -> Retriever:
-        index = self.index(memory.project.id) if self.vectors else None
+        index = self.index_for(memory) if self.vectors else None
         embedder = self.embedder if index is not None else None
         return Retriever(memory.store, fitted_config(memory.config, embedder), embedder, index)
 
