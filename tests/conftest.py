@@ -152,3 +152,26 @@ def pg_role(server: Any, name: str) -> str:
         if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,)).fetchone():
             conn.execute(f'CREATE ROLE "{name}" LOGIN PASSWORD \'pw-{name}\' IN ROLE memlane_member')
     return str(server.url(name, f"pw-{name}"))
+
+
+def on_both_backends(module: str) -> Any:
+    """An autouse fixture that runs every test of ``module`` twice: as written (SQLite ``Store``), and with the
+    module's ``Store`` name bound to a PostgreSQL store (a fresh project on the session's server) — the same
+    tests on both backends. Use as ``backend = on_both_backends(__name__)``."""
+
+    @pytest.fixture(autouse=True, params=["sqlite", "postgres"])
+    def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+        if request.param == "postgres":
+            import uuid
+
+            from memlane.store.postgres.store import PgStore
+
+            url = request.getfixturevalue("pg_url")
+
+            def pg(path: object, project_id: str, *args: object, **kwargs: object) -> PgStore:
+                return PgStore(url, f"{project_id}-{uuid.uuid4().hex[:12]}")
+
+            monkeypatch.setattr(sys.modules[module], "Store", pg)
+        return str(request.param)
+
+    return backend

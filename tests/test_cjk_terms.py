@@ -10,6 +10,10 @@ from memlane.capture.inject import prompt_memories
 from memlane.retrieval import cjk
 from memlane.store import NewEvent, Store
 
+from conftest import on_both_backends
+
+backend = on_both_backends(__name__)  # every test here runs on SQLite and on PostgreSQL
+
 TS = "2026-11-20T10:00:00.000Z"
 ANSWER = (  # from the coding replay's fixtures: the Korean memory a dev-split question is about
     'API가 401 과 함께 code: "token_expired" 를 보내면 프론트가 auth.sessionExpired 키를 씁니다. 한국어 문구는 '

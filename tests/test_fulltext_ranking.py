@@ -17,6 +17,10 @@ from memlane.retrieval import scoring
 from memlane.retrieval.hybrid import Retriever
 from memlane.store import NewEvent, Store
 
+from conftest import on_both_backends
+
+backend = on_both_backends(__name__)  # every test here runs on SQLite and on PostgreSQL
+
 TS = "2026-11-20T10:00:00.000Z"
 FILLER = [
     "we talked about the release notes and the changelog for the next version",

@@ -2,7 +2,8 @@
 
 Row by row, an event costs five statements (the event, its citation check, its outbox job, its session, the
 statistics); ``COPY`` sends a whole batch in one stream, and sessions and statistics are recounted once at
-the end from what was loaded. Only for loading into a project nobody else writes at that moment (it holds
+the end from what was loaded. PostgreSQL refuses ``COPY`` into a table with row-level security for anyone
+but its owner, so rows are copied into a temporary table and inserted from there (the policies apply). Only for loading into a project nobody else writes at that moment (it holds
 the project's lock throughout).
 """
 
@@ -31,7 +32,8 @@ def copy_events(store: Any, rows: Iterable[dict[str, Any]], *, embedded: bool = 
     with store.write() as cur:
         first = int(cur.execute("SELECT COALESCE(max(seq), 0) FROM memlane.events").fetchone()[0])
         taken = {r[0] for r in cur.execute("SELECT citation FROM memlane.events WHERE project_id = %s", (pid,))}
-        with cur.copy(f"COPY memlane.events ({_EVENT_COLUMNS}) FROM STDIN") as copy:
+        cur.execute("CREATE TEMP TABLE memlane_load_events (LIKE memlane.events INCLUDING DEFAULTS) ON COMMIT DROP")
+        with cur.copy(f"COPY memlane_load_events ({_EVENT_COLUMNS}) FROM STDIN") as copy:
             for row in rows:
                 content = row["content"]
                 citation = row.get("citation")
@@ -63,6 +65,10 @@ def copy_events(store: Any, rows: Iterable[dict[str, Any]], *, embedded: bool = 
                     )
                 )
                 loaded += 1
+        cur.execute(
+            f"INSERT INTO memlane.events ({_EVENT_COLUMNS}) SELECT {_EVENT_COLUMNS} FROM memlane_load_events"
+            " ORDER BY seq ON CONFLICT DO NOTHING"
+        )
         if not embedded:
             now = keys.now_iso()
             cur.execute(
@@ -123,17 +129,17 @@ def copy_vectors(store: Any, version: str, dim: int, rows: Iterable[dict[str, An
     """Load vector rows (``event_id``, ``chunk``, ``type``, ``session_id``, ``ts``, ``vector``) of one model."""
     pid = store.project_id
     loaded = 0
+    columns = "project_id, event_id, chunk, model_version, type, session_id, ts, dim, embedding"
     with store.db.transaction(), store.db.cursor() as cur:
-        with cur.copy(
-            "COPY memlane.vectors (project_id, event_id, chunk, model_version, type, session_id, ts, dim, embedding)"
-            " FROM STDIN"
-        ) as copy:
+        cur.execute("CREATE TEMP TABLE memlane_load_vectors (LIKE memlane.vectors) ON COMMIT DROP")
+        with cur.copy(f"COPY memlane_load_vectors ({columns}) FROM STDIN") as copy:
             for r in rows:
                 copy.write_row(
                     (pid, r["event_id"], int(r["chunk"]), version, r.get("type") or "", r.get("session_id") or "",
                      r.get("ts") or "", dim, literal(r["vector"]))
                 )  # fmt: skip
                 loaded += 1
+        cur.execute(f"INSERT INTO memlane.vectors ({columns}) SELECT {columns} FROM memlane_load_vectors ON CONFLICT DO NOTHING")
         cur.execute(
             "UPDATE memlane.project_stats SET vectors_version = vectors_version + 1 WHERE project_id = %s", (pid,)
         )
