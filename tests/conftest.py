@@ -150,7 +150,7 @@ def pg_role(server: Any, name: str) -> str:
 
     with psycopg.connect(server.url(), autocommit=True) as conn:
         if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,)).fetchone():
-            conn.execute(f'CREATE ROLE "{name}" LOGIN PASSWORD \'pw-{name}\' IN ROLE memlane_member')
+            conn.execute(f"CREATE ROLE \"{name}\" LOGIN PASSWORD 'pw-{name}' IN ROLE memlane_member")
     return str(server.url(name, f"pw-{name}"))
 
 

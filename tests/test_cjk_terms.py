@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import on_both_backends
 from memlane import config
 from memlane.capture.inject import prompt_memories
 from memlane.retrieval import cjk
 from memlane.store import NewEvent, Store
-
-from conftest import on_both_backends
 
 backend = on_both_backends(__name__)  # every test here runs on SQLite and on PostgreSQL
 

@@ -12,12 +12,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from conftest import on_both_backends
 from memlane import config
 from memlane.retrieval import scoring
 from memlane.retrieval.hybrid import Retriever
 from memlane.store import NewEvent, Store
-
-from conftest import on_both_backends
 
 backend = on_both_backends(__name__)  # every test here runs on SQLite and on PostgreSQL
 

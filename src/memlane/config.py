@@ -290,7 +290,8 @@ class TeamConfig(Section):
     sync_interval_s: float = _f(5.0, "How often the daemon pushes and pulls shared projects (seconds).")
     batch: int = _f(500, "Events per push or pull round trip.")
     key_file: str = _f(
-        "", "Team key for encrypted projects (memlane team key new); kept outside the database. Env MEMLANE_TEAM_KEY_FILE."
+        "",
+        "Team key for encrypted projects (memlane team key new); kept outside the database. Env MEMLANE_TEAM_KEY_FILE.",
     )
 
 

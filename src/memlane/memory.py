@@ -63,7 +63,11 @@ class Memory:
 
     @classmethod
     def on_server(
-        cls, cwd: str | os.PathLike[str] | None = None, *, project_id: str | None = None, cfg: config.Config | None = None
+        cls,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        project_id: str | None = None,
+        cfg: config.Config | None = None,
     ) -> Memory:
         """The project's memory as the team server holds it (PostgreSQL + pgvector, ``database.url``): the same
         reads and searches, answered there. The project must be shared (``memlane team share``)."""

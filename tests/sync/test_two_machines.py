@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -219,9 +218,7 @@ def test_two_machines_converge_after_concurrent_writes_a_network_cut_and_a_forge
     tombstones = [t for t in json.loads(a.run("stats", "--json").stdout).items() if t[0] == "tombstones"]
     assert tombstones == [("tombstones", 1)], "machine a keeps a tombstone of the teammate's forget"
     with psycopg.connect(pg_server.url(), autocommit=True) as conn:
-        rows = conn.execute(
-            "SELECT content FROM memlane.events WHERE project_id = 'shop-two-machines'"
-        ).fetchall()
+        rows = conn.execute("SELECT content FROM memlane.events WHERE project_id = 'shop-two-machines'").fetchall()
         gone = conn.execute(
             "SELECT count(*) FROM memlane.forgotten WHERE project_id = 'shop-two-machines' AND event_id = %s",
             (victim["id"],),

@@ -266,7 +266,7 @@ class Engine:
         prepared = self._take_prepared(prompt)
         if len(prompt.strip()) < cfg.injection.min_prompt_chars:
             return []
-        if self.embedder is None or self.index(memory.project.id) is None:
+        if self.embedder is None or self.index_for(memory) is None:
             # Without vectors: the text-only model and the same gate, as the hooks' fallback uses.
             from memlane.capture.inject import prompt_hits
 
@@ -285,7 +285,7 @@ class Engine:
         if cfg.retrieval.cross_project:
             hits.extend(self._other_projects(memory, prompt, cfg.injection.max_results))
             hits.sort(key=lambda h: -h.score)
-        return select_for_injection(hits, self.index(memory.project.id), cfg, memory.store)
+        return select_for_injection(hits, self.index_for(memory), cfg, memory.store)
 
     def _other_projects(self, memory: Memory, prompt: str, limit: int) -> list[Hit]:
         """Only when the user enabled ``retrieval.cross_project``: memories of their other projects."""

@@ -83,7 +83,12 @@ class MemoryStore(Protocol):
 
     # forget, redact, tombstones
     def select_for_forget(
-        self, *, ids: Sequence[str] = (), session: str | None = None, before: str | None = None, everything: bool = False
+        self,
+        *,
+        ids: Sequence[str] = (),
+        session: str | None = None,
+        before: str | None = None,
+        everything: bool = False,
     ) -> list[tuple[str, str]]: ...
     def forget(self, targets: Sequence[tuple[str, str]], scope: str, selector: str) -> int: ...
     def redact(self, updates: Sequence[tuple[str, str, dict[str, Any]]], detail: dict[str, Any]) -> int: ...
@@ -136,9 +141,5 @@ class VectorStore(Protocol):
     def drop(self) -> None: ...
 
 
-MEMORY_STORE_METHODS = tuple(
-    n for n, v in vars(MemoryStore).items() if callable(v) and not n.startswith("_")
-)
-VECTOR_STORE_METHODS = tuple(
-    n for n, v in vars(VectorStore).items() if callable(v) and not n.startswith("_")
-)
+MEMORY_STORE_METHODS = tuple(n for n, v in vars(MemoryStore).items() if callable(v) and not n.startswith("_"))
+VECTOR_STORE_METHODS = tuple(n for n, v in vars(VectorStore).items() if callable(v) and not n.startswith("_"))

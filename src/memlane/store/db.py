@@ -22,7 +22,6 @@ The public methods of ``Store`` are the surface a second backend implements. Std
 from __future__ import annotations
 
 from memlane.store.connection import REPAIR_SUFFIX, StoreDamaged, damage_message, is_damage
-from memlane.store.forget import ForgetStore
 from memlane.store.fulltext import (
     _MAX_QUERY_CHUNKS,
     POSTINGS_BUDGET,
@@ -33,8 +32,8 @@ from memlane.store.fulltext import (
 )
 from memlane.store.imports import ImportsStore
 from memlane.store.outbox import OutboxStore
-from memlane.store.sync_state import SyncStore
 from memlane.store.records import EVENT_TYPES, AppendResult, Event, NewEvent
+from memlane.store.sync_state import SyncStore
 
 # Constants are re-exported for reading; a test that changes one patches the module that reads it (fulltext).
 __all__ = [

@@ -83,7 +83,9 @@ class SyncStore(ForgetStore):
         added = 0
         with self.write() as db:
             for row in rows:
-                if db.execute("SELECT 1 FROM events WHERE id = ? OR dedupe_key = ?", (row["id"], row["dedupe_key"])).fetchone():
+                if db.execute(
+                    "SELECT 1 FROM events WHERE id = ? OR dedupe_key = ?", (row["id"], row["dedupe_key"])
+                ).fetchone():
                     continue
                 if db.execute("SELECT 1 FROM sync_forgotten WHERE event_id = ?", (row["id"],)).fetchone():
                     continue
@@ -152,8 +154,6 @@ class SyncStore(ForgetStore):
         if present:
             self.forget(present, "team", f"forgotten by {origin}", propagate=False)
         with self.write() as db:
-            db.executemany(
-                "INSERT OR IGNORE INTO sync_forgotten (event_id, pulled) VALUES (?, 1)", [(i,) for i in ids]
-            )
+            db.executemany("INSERT OR IGNORE INTO sync_forgotten (event_id, pulled) VALUES (?, 1)", [(i,) for i in ids])
             db.execute("INSERT OR REPLACE INTO sync_state (key, value) VALUES ('forget_pull', ?)", (str(cursor),))
         return [p[0] for p in present]

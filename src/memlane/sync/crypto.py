@@ -44,11 +44,14 @@ class TeamKey:
             raise KeyError_("this project is encrypted: set team.key_file (or MEMLANE_TEAM_KEY_FILE) to the team key")
         try:
             st = os.stat(path)
-            raw = open(path).read().strip()
+            with open(path) as f:
+                raw = f.read().strip()
         except OSError as exc:
             raise KeyError_(f"cannot read the team key {path}: {exc.strerror}") from exc
         if st.st_mode & 0o077:
-            raise KeyError_(f"team key {path} is readable by others (mode {st.st_mode & 0o777:o}); run: chmod 600 {path}")
+            raise KeyError_(
+                f"team key {path} is readable by others (mode {st.st_mode & 0o777:o}); run: chmod 600 {path}"
+            )
         try:
             key = base64.b64decode(raw, validate=True)
         except ValueError as exc:

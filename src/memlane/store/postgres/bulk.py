@@ -3,8 +3,8 @@
 Row by row, an event costs five statements (the event, its citation check, its outbox job, its session, the
 statistics); ``COPY`` sends a whole batch in one stream, and sessions and statistics are recounted once at
 the end from what was loaded. PostgreSQL refuses ``COPY`` into a table with row-level security for anyone
-but its owner, so rows are copied into a temporary table and inserted from there (the policies apply). Only for loading into a project nobody else writes at that moment (it holds
-the project's lock throughout).
+but its owner, so rows are copied into a temporary table and inserted from there (the policies apply).
+Only for loading into a project nobody else writes at that moment (it holds the project's lock throughout).
 """
 
 from __future__ import annotations
@@ -139,7 +139,9 @@ def copy_vectors(store: Any, version: str, dim: int, rows: Iterable[dict[str, An
                      r.get("ts") or "", dim, literal(r["vector"]))
                 )  # fmt: skip
                 loaded += 1
-        cur.execute(f"INSERT INTO memlane.vectors ({columns}) SELECT {columns} FROM memlane_load_vectors ON CONFLICT DO NOTHING")
+        cur.execute(
+            f"INSERT INTO memlane.vectors ({columns}) SELECT {columns} FROM memlane_load_vectors ON CONFLICT DO NOTHING"
+        )
         cur.execute(
             "UPDATE memlane.project_stats SET vectors_version = vectors_version + 1 WHERE project_id = %s", (pid,)
         )

@@ -63,7 +63,9 @@ def check_passfile(url: str) -> None:
         return
     mode = os.stat(path).st_mode
     if mode & 0o077:
-        raise DatabaseError(f"password file {path} is readable by others (mode {mode & 0o777:o}); run: chmod 600 {path}")
+        raise DatabaseError(
+            f"password file {path} is readable by others (mode {mode & 0o777:o}); run: chmod 600 {path}"
+        )
 
 
 def connect(url: str, *, autocommit: bool = True, timeout_s: int = 10) -> Any:
@@ -71,9 +73,7 @@ def connect(url: str, *, autocommit: bool = True, timeout_s: int = 10) -> Any:
     try:
         import psycopg
     except ImportError as exc:
-        raise DatabaseError(
-            "PostgreSQL support is not installed: pip install 'memlane[postgres]' (psycopg 3)"
-        ) from exc
+        raise DatabaseError("PostgreSQL support is not installed: pip install 'memlane[postgres]' (psycopg 3)") from exc
     check_passfile(url)
     params: dict[str, Any] = {"application_name": "memlane"}
     if "connect_timeout" not in parse_qs(urlsplit(url).query):

@@ -213,9 +213,11 @@ def _policies() -> str:
     visible = "project_id IN (SELECT memlane.visible_projects(current_user))"
     lines = [
         "ALTER TABLE memlane.projects ENABLE ROW LEVEL SECURITY;",
-        "CREATE POLICY read ON memlane.projects FOR SELECT USING (id IN (SELECT memlane.visible_projects(current_user)));",
+        "CREATE POLICY read ON memlane.projects FOR SELECT"
+        " USING (id IN (SELECT memlane.visible_projects(current_user)));",
         "CREATE POLICY make ON memlane.projects FOR INSERT WITH CHECK (owner = current_user);",
-        "CREATE POLICY own ON memlane.projects FOR UPDATE USING (owner = current_user) WITH CHECK (owner = current_user);",
+        "CREATE POLICY own ON memlane.projects FOR UPDATE USING (owner = current_user)"
+        " WITH CHECK (owner = current_user);",
         "CREATE POLICY drop ON memlane.projects FOR DELETE USING (owner = current_user);",
         "ALTER TABLE memlane.members ENABLE ROW LEVEL SECURITY;",
         f"CREATE POLICY read ON memlane.members FOR SELECT USING ({visible});",

@@ -63,7 +63,7 @@ class _Write:
         self.store._writing = self
         return cur
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> bool:
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
         self.store._writing = None
         try:
             if exc_type is None and any(self.delta):
@@ -74,7 +74,6 @@ class _Write:
                 )
         finally:
             self.tx.__exit__(exc_type, exc, tb)
-        return False
 
 
 class PgStore:
@@ -281,7 +280,8 @@ class PgStore:
             " prompt_count = s.prompt_count + excluded.prompt_count,"
             " started_at = LEAST(s.started_at, excluded.started_at),"
             " last_activity = GREATEST(s.last_activity, excluded.last_activity),"
-            " cwd = COALESCE(s.cwd, excluded.cwd), transcript_path = COALESCE(s.transcript_path, excluded.transcript_path)",
+            " cwd = COALESCE(s.cwd, excluded.cwd),"
+            " transcript_path = COALESCE(s.transcript_path, excluded.transcript_path)",
             (
                 self.project_id,
                 sid,
@@ -418,9 +418,7 @@ class PgStore:
         return {str(v) for v in self._session_meta(session_id, "tool_use_id", scan) if v in wanted}
 
     def embeddable_event_ids(self) -> set[str]:
-        rows = self.db.execute(
-            "SELECT id FROM memlane.events WHERE project_id = %s AND searchable", (self.project_id,)
-        )
+        rows = self.db.execute("SELECT id FROM memlane.events WHERE project_id = %s AND searchable", (self.project_id,))
         return {r[0] for r in rows}
 
     def get(self, ref: str) -> Event | None:
@@ -736,7 +734,10 @@ class PgStore:
         token_df = self.doc_freqs({t for term in terms for t in term})
         n_rows, avgdl = self.index_stats()
         idf = [_idf(n_rows, min(token_df.get(t, 0) for t in term)) for term in terms]
-        rank = " + ".join(f"{w:.6f} * ts_rank(e.tsv, {text.quote(text.phrase(t))}::tsquery, 1)" for t, w in zip(terms, idf, strict=True))
+        rank = " + ".join(
+            f"{w:.6f} * ts_rank(e.tsv, {text.quote(text.phrase(t))}::tsquery, 1)"
+            for t, w in zip(terms, idf, strict=True)
+        )
         rows = self.db.execute(
             f"SELECT e.seq, e.content FROM memlane.events e WHERE e.project_id = %s AND e.tsv @@ %s::tsquery{extra}"
             f" ORDER BY {rank} DESC, e.seq DESC LIMIT %s",
@@ -762,7 +763,12 @@ class PgStore:
     # ---- forget, redact, tombstones ------------------------------------------------------------
 
     def select_for_forget(
-        self, *, ids: Sequence[str] = (), session: str | None = None, before: str | None = None, everything: bool = False
+        self,
+        *,
+        ids: Sequence[str] = (),
+        session: str | None = None,
+        before: str | None = None,
+        everything: bool = False,
     ) -> list[tuple[str, str]]:
         base = "SELECT id, type FROM memlane.events WHERE project_id = %s"
         if everything:
@@ -855,7 +861,10 @@ class PgStore:
                         (content, self.project_id, session_id, old),
                     )
                 if searchable:
-                    cur.execute("DELETE FROM memlane.vectors WHERE project_id = %s AND event_id = %s", (self.project_id, event_id))
+                    cur.execute(
+                        "DELETE FROM memlane.vectors WHERE project_id = %s AND event_id = %s",
+                        (self.project_id, event_id),
+                    )
                     cur.execute(
                         "INSERT INTO memlane.outbox (project_id, event_id, status, created_at, updated_at)"
                         " VALUES (%s, %s, 'pending', %s, %s) ON CONFLICT (project_id, event_id) DO UPDATE SET"
@@ -899,7 +908,9 @@ class PgStore:
         return [dict(zip(names, r, strict=True)) for r in cur.fetchall()]
 
     def last_seq(self) -> int:
-        row = self.db.execute("SELECT COALESCE(max(seq), 0) FROM memlane.events WHERE project_id = %s", (self.project_id,))
+        row = self.db.execute(
+            "SELECT COALESCE(max(seq), 0) FROM memlane.events WHERE project_id = %s", (self.project_id,)
+        )
         return int(row.fetchone()[0])
 
     def pull_forgotten(self, after: int, origin: str, limit: int = 1000) -> list[tuple[int, str, str]]:
@@ -918,7 +929,9 @@ class PgStore:
         return [r[0] for r in rows]
 
     def grant(self, role: str) -> None:
-        self._membership("INSERT INTO memlane.members (project_id, member) VALUES (%s, %s) ON CONFLICT DO NOTHING", role)
+        self._membership(
+            "INSERT INTO memlane.members (project_id, member) VALUES (%s, %s) ON CONFLICT DO NOTHING", role
+        )
 
     def revoke(self, role: str) -> None:
         self._membership("DELETE FROM memlane.members WHERE project_id = %s AND member = %s", role)
@@ -1068,7 +1081,8 @@ class PgStore:
 
     def outbox_drop(self, event_ids: Sequence[str]) -> None:
         self.db.execute(
-            "DELETE FROM memlane.outbox WHERE project_id = %s AND event_id = ANY(%s)", (self.project_id, list(event_ids))
+            "DELETE FROM memlane.outbox WHERE project_id = %s AND event_id = ANY(%s)",
+            (self.project_id, list(event_ids)),
         )
 
     def outbox_requeue_every_event(self) -> int:

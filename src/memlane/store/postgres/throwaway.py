@@ -58,11 +58,15 @@ def free_port() -> int:
 class ThrowawayServer:
     """``start()`` → a running server; ``url(user, password)``; ``stop()`` removes everything."""
 
-    def __init__(self, *, settings: dict[str, str] | None = None) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="memlane-pg-"))
+    def __init__(self, *, settings: dict[str, str] | None = None, root: Path | None = None) -> None:
+        """``root``: a folder kept between runs (benchmarks build a large store once); else a temp folder."""
+        self.keep = root is not None
+        self.root = Path(root) if root is not None else Path(tempfile.mkdtemp(prefix="memlane-pg-"))
+        self.root.mkdir(parents=True, exist_ok=True)
         self.data = self.root / "data"
         self.port = free_port()
-        self.password = secrets.token_hex(12)  # the superuser's (postgres)
+        saved = self.root / "superuser"
+        self.password = saved.read_text().strip() if saved.exists() else secrets.token_hex(12)  # postgres's
         self.settings = settings or {}
         self._account: pwd.struct_passwd | None = ensure_system_user() if os.geteuid() == 0 else None
 
@@ -74,6 +78,25 @@ class ThrowawayServer:
         return subprocess.run(command, check=True, capture_output=True, **kwargs)  # type: ignore[call-overload]
 
     def start(self) -> ThrowawayServer:
+        if (self.data / "PG_VERSION").exists():  # a kept server: start it again on a new port
+            self._run(
+                [
+                    "pg_ctl",
+                    "-D",
+                    str(self.data),
+                    "-l",
+                    str(self.root / "log"),
+                    "-o",
+                    f"-p {self.port}",
+                    "-w",
+                    "-t",
+                    "120",
+                    "start",
+                ]
+            )
+            return self
+        if self.keep:
+            (self.root / "superuser").write_text(self.password)
         pwfile = self.root / "pw"
         pwfile.write_text(self.password + "\n")
         self.data.mkdir(mode=0o700)
@@ -111,7 +134,9 @@ class ThrowawayServer:
         self._run(["pg_ctl", "-D", str(self.data), "-l", str(self.root / "log"), "-w", "-t", "60", "start"])
         return self
 
-    def url(self, user: str = "postgres", password: str | None = None, database: str = "postgres", **params: str) -> str:
+    def url(
+        self, user: str = "postgres", password: str | None = None, database: str = "postgres", **params: str
+    ) -> str:
         from urllib.parse import quote, urlencode
 
         secret = self.password if user == "postgres" and password is None else password
@@ -135,9 +160,10 @@ class ThrowawayServer:
     def stop(self) -> None:
         try:
             if (self.data / "postmaster.pid").exists():
-                self._run(["pg_ctl", "-D", str(self.data), "-m", "immediate", "-w", "stop"])
+                self._run(["pg_ctl", "-D", str(self.data), "-m", "fast" if self.keep else "immediate", "-w", "stop"])
         finally:
-            shutil.rmtree(self.root, ignore_errors=True)
+            if not self.keep:
+                shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> ThrowawayServer:
         return self.start()
