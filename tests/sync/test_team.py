@@ -100,7 +100,7 @@ def test_members_cannot_change_the_schema_and_the_server_must_be_set_up_first(pg
     fresh = pg_server.create_database(f"fresh_{uuid.uuid4().hex[:8]}")
     with pytest.raises(DatabaseError, match="team init-server"):
         PgStore(pg_server.url(database=fresh), "p")
-    assert team.init_server(config.Config(), pg_server.url(database=fresh)) == [1]
+    assert team.init_server(config.Config(), pg_server.url(database=fresh)) == [1, 2]
     assert team.init_server(config.Config(), pg_server.url(database=fresh)) == []
     with PgStore(pg_server.url(database=fresh), "p") as store:
         assert store.count() == 0
@@ -340,3 +340,35 @@ def test_migrate_copies_a_store_and_verifies_counts_and_searches(
         assert team.status(mem)["pending"] == 0  # shared from now on, nothing left to push
     again = _cli("-C", str(proj), "migrate", "--to", alice, "--as", _name())
     assert again.exit_code == 1 and "already shared" in again.output
+
+
+def test_word_searches_use_the_indexes_under_row_level_security_and_check_access(pg_server: Any) -> None:
+    """``@@`` is not LEAKPROOF, so under the policies a plain query cannot use the GIN index; the search
+    functions check access once and use it — for the caller's own projects only."""
+    alice, carol = pg_role(pg_server, "alice"), pg_role(pg_server, "carol")
+    name = _name()
+    with PgStore(alice, name) as store:
+        store.append([NewEvent("user_prompt", "s1", f"note {i} about zebrafinch pools", str(i)) for i in range(5)])
+        plan = "\n".join(
+            r[0]
+            for r in store.db.execute(
+                "EXPLAIN SELECT e.seq FROM memlane.events e WHERE e.project_id = %s AND e.tsv @@ 'zebrafinch'::tsquery",
+                (name,),
+            )
+        )
+        assert "events_tsv" not in plan, "the policy keeps the index out of a plain query"
+        found = store.db.execute(
+            "SELECT count(*) FROM memlane.word_search(%s, 'zebrafinch'::tsquery, '{}', '{}', 10, true,"
+            " NULL, NULL, NULL, NULL, NULL)",
+            (name,),
+        ).fetchone()
+        assert found == (5,)
+        assert store.doc_freqs(["zebrafinch", "pools"]) == {"zebrafinch": 5, "pools": 5}
+    with psycopg.connect(carol, autocommit=True) as conn:
+        for sql in (
+            "SELECT count(*) FROM memlane.word_search(%s, 'zebrafinch'::tsquery, '{}', '{}', 10, true,"
+            " NULL, NULL, NULL, NULL, NULL)",
+            "SELECT count(*) FROM memlane.gram_search(%s, '{zeb}', 10, NULL, NULL, NULL, NULL, NULL)",
+        ):
+            assert conn.execute(sql, (name,)).fetchone() == (0,)
+        assert conn.execute("SELECT memlane.doc_counts(%s, '{zebrafinch}')", (name,)).fetchone() == (None,)

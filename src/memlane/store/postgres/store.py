@@ -622,12 +622,9 @@ class PgStore:
                     out[term] = int(doc)
         if not missing:
             return out
-        counts = ", ".join(f"count(*) FILTER (WHERE tsv @@ {text.quote(t)}::tsquery)" for t in missing)
-        anyof = " | ".join(text.quote(t) for t in missing)
         found = self.db.execute(
-            f"SELECT {counts} FROM memlane.events WHERE project_id = %s AND tsv @@ %s::tsquery",
-            (self.project_id, anyof),
-        ).fetchone()
+            "SELECT memlane.doc_counts(%s, %s::tsquery[])", (self.project_id, [text.quote(t) for t in missing])
+        ).fetchone()[0] or [0] * len(missing)
         rows = []
         for term, doc in zip(missing, found, strict=True):
             _DF_CACHE[(self.url, self.project_id, term)] = (int(doc), size)
@@ -659,6 +656,9 @@ class PgStore:
     ) -> list[tuple[Event, float]]:
         """BM25 hits for ``query``: (event, relevance in 0..1 relative to the best hit), best first."""
         words, trigrams, short_cjk = parse_query(query)
+        # The index searches take the filters as parameters (see schema migration 2).
+        params = [session or None, list(types) if types else None, since or None, until or None,
+                  list(exclude_ids) if exclude_ids else None]  # fmt: skip
         where, args = self._filters(session=session, types=types, since=since, until=until)
         if exclude_ids:
             where += (" AND " if where else "") + "NOT (e.id = ANY(%s))"
@@ -666,14 +666,12 @@ class PgStore:
         extra = f" AND {where}" if where else ""
         scored: dict[int, float] = {}
         if words:
-            self._words(words, extra, args, limit, scored)
+            self._words(words, params, limit, scored)
         if trigrams:
             wanted = [_unquote(g).lower() for g in trigrams]
             rows = self.db.execute(
-                "SELECT e.seq, cardinality(ARRAY(SELECT unnest(e.grams) INTERSECT SELECT unnest(%s::text[]))) AS n"
-                f" FROM memlane.events e WHERE e.project_id = %s AND e.grams && %s::text[]{extra}"
-                " ORDER BY n DESC, e.seq DESC LIMIT %s",
-                [wanted, self.project_id, wanted, *args, limit],
+                "SELECT seq, n FROM memlane.gram_search(%s, %s::text[], %s, %s, %s, %s, %s, %s)",
+                [self.project_id, wanted, limit, *params],
             ).fetchall()
             if rows:
                 top = rows[0][1] or 1
@@ -694,7 +692,7 @@ class PgStore:
     def _terms(self, words: list[str]) -> list[list[str]]:
         return [toks for toks in (text.words(_unquote(w)) for w in words) if toks]
 
-    def _words(self, words: list[str], extra: str, args: list[Any], limit: int, scored: dict[int, float]) -> None:
+    def _words(self, words: list[str], params: list[Any], limit: int, scored: dict[int, float]) -> None:
         """The word index's part of ``fts``: the same choice of terms as the SQLite store (rarest first within a
         postings budget; the two rarest together when even one is too common, newest first, unranked)."""
         tokens = {_unquote(w).lower(): w for w in words}
@@ -722,27 +720,21 @@ class PgStore:
             return
         joiner = " & " if mode == "and" else " | "
         match = joiner.join(f"({text.phrase(t)})" for t in terms)
+        search = "SELECT seq FROM memlane.word_search(%s, %s::tsquery, %s::tsquery[], %s, %s, %s, %s, %s, %s, %s, %s)"
         if mode != "or":  # too broad to rank: the newest matches
-            rows = self.db.execute(
-                f"SELECT e.seq FROM memlane.events e WHERE e.project_id = %s AND e.tsv @@ %s::tsquery{extra}"
-                " ORDER BY e.seq DESC LIMIT %s",
-                [self.project_id, match, *args, limit],
-            ).fetchall()
+            rows = self.db.execute(search, [self.project_id, match, [], [], limit, True, *params]).fetchall()
             for (seq,) in rows:
                 scored[seq] = max(scored.get(seq, 0.0), 0.5)
             return
         token_df = self.doc_freqs({t for term in terms for t in term})
         n_rows, avgdl = self.index_stats()
         idf = [_idf(n_rows, min(token_df.get(t, 0) for t in term)) for term in terms]
-        rank = " + ".join(
-            f"{w:.6f} * ts_rank(e.tsv, {text.quote(text.phrase(t))}::tsquery, 1)"
-            for t, w in zip(terms, idf, strict=True)
-        )
-        rows = self.db.execute(
-            f"SELECT e.seq, e.content FROM memlane.events e WHERE e.project_id = %s AND e.tsv @@ %s::tsquery{extra}"
-            f" ORDER BY {rank} DESC, e.seq DESC LIMIT %s",
-            [self.project_id, match, *args, limit * POOL_FACTOR],
+        pool = self.db.execute(
+            search,
+            [self.project_id, match, [text.phrase(t) for t in terms], idf, limit * POOL_FACTOR, False, *params],
         ).fetchall()
+        events = self.by_seqs([seq for (seq,) in pool])
+        rows = [(seq, events[seq].content) for (seq,) in pool if seq in events]
         exact = sorted(((_bm25(content, terms, idf, avgdl), seq) for seq, content in rows), reverse=True)[:limit]
         if not exact:
             return
