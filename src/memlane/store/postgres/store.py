@@ -473,16 +473,17 @@ class PgStore:
             last = rows[-1].seq
 
     def exchange_prompts(self, events: Sequence[Event]) -> dict[str, Event]:
-        out: dict[str, Event] = {}
-        for event in events:
-            found = self._events(
-                "e.session_id = %s AND e.seq <= %s AND e.type = 'user_prompt'",
-                [event.session_id, event.seq],
-                "ORDER BY e.seq DESC LIMIT 1",
-            )
-            if found:
-                out[event.id] = found[0]
-        return out
+        """One round trip for all of them (a search asks about ~30 events; each query is a network round trip)."""
+        if not events:
+            return {}
+        rows = self.db.execute(
+            f"SELECT x.id, {_COLUMNS} FROM unnest(%s::text[], %s::text[], %s::bigint[]) AS x(id, session_id, seq)"
+            " CROSS JOIN LATERAL (SELECT * FROM memlane.events e WHERE e.project_id = %s"
+            " AND e.session_id = x.session_id AND e.seq <= x.seq AND e.type = 'user_prompt'"
+            " ORDER BY e.seq DESC LIMIT 1) e",
+            ([e.id for e in events], [e.session_id for e in events], [e.seq for e in events], self.project_id),
+        ).fetchall()
+        return {r[0]: event_from_row(r[1:]) for r in rows}
 
     def neighbours(self, event: Event, before: int = 3, after: int = 3) -> list[Event]:
         prev = self._events(
