@@ -99,16 +99,15 @@ def build_postgres(size: int, admin_url: str, member_url: str, embedder: object)
                 f"\r  {size}: {start + n} events ({time.time() - started:.0f} s)", end="", file=sys.stderr, flush=True
             )
         print(file=sys.stderr)
+        admin.db.execute("DROP INDEX IF EXISTS memlane.vectors_hnsw_384")
         index = PgVectorIndex(admin, embedder.version, embedder.dim)  # type: ignore[attr-defined]
-        admin.db.execute("DROP INDEX IF EXISTS memlane.vectors_hnsw_384")  # built once, after the load
+        # The project's own HNSW index is built once, after the load (not row by row): the shared one is
+        # dropped meanwhile (a kept data folder built before per-project indexes used the shared one).
         _fill_vectors(admin, _Copying(admin, index), np.random.default_rng(size))
         started = time.time()
         admin.db.execute("SET maintenance_work_mem = '8GB'")
         admin.db.execute("SET max_parallel_maintenance_workers = 1")
-        admin.db.execute(
-            "CREATE INDEX IF NOT EXISTS vectors_hnsw_384 ON memlane.vectors"
-            " USING hnsw ((embedding::vector(384)) vector_cosine_ops) WHERE dim = 384"
-        )
+        admin.db.execute("SELECT memlane.ensure_project_vector_index(384, %s)", (name,))
         admin.db.execute("ANALYZE memlane.events")
         admin.db.execute("ANALYZE memlane.vectors")
         print(f"  HNSW index built in {time.time() - started:.0f} s", file=sys.stderr)

@@ -75,7 +75,9 @@ def connect(url: str, *, autocommit: bool = True, timeout_s: int = 10) -> Any:
     except ImportError as exc:
         raise DatabaseError("PostgreSQL support is not installed: pip install 'memlane[postgres]' (psycopg 3)") from exc
     check_passfile(url)
-    params: dict[str, Any] = {"application_name": "memlane"}
+    # prepare_threshold None: every statement is planned with its values, so a search can use its project's
+    # partial HNSW index (a generic plan does not know which project it is for).
+    params: dict[str, Any] = {"application_name": "memlane", "prepare_threshold": None}
     if "connect_timeout" not in parse_qs(urlsplit(url).query):
         params["connect_timeout"] = timeout_s
     try:

@@ -305,6 +305,23 @@ BEGIN
   RETURN out;
 END $$;
 
+-- Each project's own HNSW index (partial: its rows of one dimension). With one index for every project a
+-- search that filters to a project holding a tenth of it kept walking the others' vectors (pgvector's iterative
+-- scan): 100-120 ms for a 100k-event project beside a 1M-event one, against 15-18 ms for the large one.
+CREATE FUNCTION memlane.ensure_project_vector_index(d integer, p_project text) RETURNS boolean
+LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE name text := 'vectors_hnsw_' || d || '_' || left(md5(p_project), 16);
+BEGIN
+  IF d < 1 OR d > 2000 THEN RAISE EXCEPTION 'vector dimension % is outside 1..2000', d; END IF;
+  IF NOT memlane.readable(p_project) THEN RETURN false; END IF;
+  IF to_regclass('memlane.' || name) IS NOT NULL THEN RETURN false; END IF;
+  EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON memlane.vectors USING hnsw ((embedding::vector(%s)) '
+                 'vector_cosine_ops) WHERE dim = %s AND project_id = %L', name, d, d, p_project);
+  RETURN true;
+END $$;
+REVOKE ALL ON FUNCTION memlane.ensure_project_vector_index(integer, text) FROM PUBLIC;
+GRANT EXECUTE ON FUNCTION memlane.ensure_project_vector_index(integer, text) TO memlane_member;
+
 REVOKE ALL ON FUNCTION memlane.readable(text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION memlane.word_search(text, tsquery, tsquery[], float8[], integer, boolean, text, text[], text,
     text, text[]) FROM PUBLIC;

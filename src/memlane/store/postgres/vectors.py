@@ -169,13 +169,18 @@ class PgVectorIndex:
         return True
 
     def ensure_index(self) -> bool:
-        """The HNSW index of this dimension (384 is made by the schema; others on first use)."""
-        if self._indexed or self.dim == 384:
-            self._indexed = True
+        """The project's own HNSW index for this dimension (a partial index; made once, on the first upsert).
+
+        The shared index of the dimension (384 is made by the schema) still serves a project without one."""
+        if self._indexed:
             return False
-        self.db.execute("SELECT memlane.ensure_vector_index(%s)", (self.dim,))
+        if self.dim != 384:
+            self.db.execute("SELECT memlane.ensure_vector_index(%s)", (self.dim,))
+        made = bool(
+            self.db.execute("SELECT memlane.ensure_project_vector_index(%s, %s)", (self.dim, self.project_id)).fetchone()[0]
+        )
         self._indexed = True
-        return True
+        return made
 
     def drop(self) -> None:
         with self.db.transaction(), self.db.cursor() as cur:
