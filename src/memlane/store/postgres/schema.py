@@ -202,10 +202,12 @@ CREATE INDEX vectors_hnsw_384 ON memlane.vectors
 -- An HNSW index for another dimension, made on first use by a member (who may not create indexes).
 CREATE FUNCTION memlane.ensure_vector_index(d integer) RETURNS void
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
+DECLARE ext name := (SELECT n.nspname FROM pg_extension x JOIN pg_namespace n ON n.oid = x.extnamespace
+                     WHERE x.extname = 'vector');
 BEGIN
   IF d < 1 OR d > 2000 THEN RAISE EXCEPTION 'vector dimension % is outside 1..2000', d; END IF;
-  EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON memlane.vectors USING hnsw ((embedding::vector(%s)) '
-                 'vector_cosine_ops) WHERE dim = %s', 'vectors_hnsw_' || d, d, d);
+  EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON memlane.vectors USING hnsw ((embedding::%I.vector(%s)) '
+                 '%I.vector_cosine_ops) WHERE dim = %s', 'vectors_hnsw_' || d, ext, d, ext, d);
 END $$;
 REVOKE ALL ON FUNCTION memlane.ensure_vector_index(integer) FROM PUBLIC;
 """
@@ -311,12 +313,14 @@ END $$;
 CREATE FUNCTION memlane.ensure_project_vector_index(d integer, p_project text) RETURNS boolean
 LANGUAGE plpgsql SECURITY DEFINER SET search_path = pg_catalog, pg_temp AS $$
 DECLARE name text := 'vectors_hnsw_' || d || '_' || left(md5(p_project), 16);
+        ext name := (SELECT n.nspname FROM pg_extension x JOIN pg_namespace n ON n.oid = x.extnamespace
+                     WHERE x.extname = 'vector');
 BEGIN
   IF d < 1 OR d > 2000 THEN RAISE EXCEPTION 'vector dimension % is outside 1..2000', d; END IF;
   IF NOT memlane.readable(p_project) THEN RETURN false; END IF;
   IF to_regclass('memlane.' || name) IS NOT NULL THEN RETURN false; END IF;
-  EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON memlane.vectors USING hnsw ((embedding::vector(%s)) '
-                 'vector_cosine_ops) WHERE dim = %s AND project_id = %L', name, d, d, p_project);
+  EXECUTE format('CREATE INDEX IF NOT EXISTS %I ON memlane.vectors USING hnsw ((embedding::%I.vector(%s)) '
+                 '%I.vector_cosine_ops) WHERE dim = %s AND project_id = %L', name, ext, d, ext, d, p_project);
   RETURN true;
 END $$;
 REVOKE ALL ON FUNCTION memlane.ensure_project_vector_index(integer, text) FROM PUBLIC;

@@ -177,7 +177,9 @@ class PgVectorIndex:
         if self.dim != 384:
             self.db.execute("SELECT memlane.ensure_vector_index(%s)", (self.dim,))
         made = bool(
-            self.db.execute("SELECT memlane.ensure_project_vector_index(%s, %s)", (self.dim, self.project_id)).fetchone()[0]
+            self.db.execute(
+                "SELECT memlane.ensure_project_vector_index(%s, %s)", (self.dim, self.project_id)
+            ).fetchone()[0]
         )
         self._indexed = True
         return made
