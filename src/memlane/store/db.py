@@ -8,6 +8,7 @@
 - ``forget.py``      forget, redact in place, tombstones
 - ``outbox.py``      the embedding jobs the vectors worker claims and completes
 - ``imports.py``     the import ledger and the events an import made
+- ``sync_state.py``  team sync's local state, outgoing events, teammates' events pulled in (``memlane.sync``)
 - ``browse.py``      pages by cursor, counts, rows after a seq, per-day and health figures (the dashboard)
 - ``records.py``     ``NewEvent``, ``Event``, ``AppendResult`` (no SQL)
 
@@ -23,7 +24,6 @@ from __future__ import annotations
 
 from memlane.store.browse import BrowseStore
 from memlane.store.connection import REPAIR_SUFFIX, StoreDamaged, damage_message, is_damage
-from memlane.store.forget import ForgetStore
 from memlane.store.fulltext import (
     _MAX_QUERY_CHUNKS,
     POSTINGS_BUDGET,
@@ -35,6 +35,7 @@ from memlane.store.fulltext import (
 from memlane.store.imports import ImportsStore
 from memlane.store.outbox import OutboxStore
 from memlane.store.records import EVENT_TYPES, AppendResult, Event, NewEvent
+from memlane.store.sync_state import SyncStore
 
 # Constants are re-exported for reading; a test that changes one patches the module that reads it (fulltext).
 __all__ = [
@@ -55,7 +56,7 @@ __all__ = [
 ]
 
 
-class Store(FullTextStore, ForgetStore, OutboxStore, ImportsStore, BrowseStore):
+class Store(FullTextStore, SyncStore, OutboxStore, ImportsStore, BrowseStore):
     """One project's memory database."""
 
     @classmethod
