@@ -23,6 +23,7 @@ from memlane.cli import (
     context_cmd,
     daemon_cmd,
     importer,
+    knowledge_cmd,
     mcp_cmd,
     plugin_cmd,
     privacy_cmd,
@@ -131,8 +132,10 @@ def show(obj: Ctx, ref: str, as_json: bool) -> None:
     """One event in full, by citation (mem:abc123) or id."""
     with obj.memory(create=False) as mem:
         event = mem.get(ref)
+        knowledge_cmd.catch_up(mem, quiet=True)
+        info = mem.supersession(event.id)
         if as_json:
-            render.emit_json(event.as_dict())
+            render.emit_json({**event.as_dict(), "supersession": info})
             return
         render.kv_table(
             [
@@ -142,6 +145,7 @@ def show(obj: Ctx, ref: str, as_json: bool) -> None:
                 ("time", event.ts),
                 ("session", event.session_id),
                 ("project", event.project_id),
+                *render.supersession_rows(info),
             ]
         )
         for key, value in sorted(event.metadata.items()):
@@ -434,6 +438,8 @@ for _command in (
     plugin_cmd.plugin_group,
     context_cmd.context_group,
     privacy_cmd.privacy_group,
+    knowledge_cmd.tasks_group,
+    knowledge_cmd.rebuild,
 ):
     cli.add_command(_command)
 

@@ -383,7 +383,8 @@ class Daemon:
             log("daemon", "info", f"model {self.engine.embedder.version} warm in {time.perf_counter() - started:.1f} s")
 
     def worker(self) -> None:
-        """Warm the search model, then embed every project's outbox with it in this thread (see embed_worker)."""
+        """Warm the search model, then run the background loop in this thread: embed every project's outbox with
+        the model, and the background jobs (``daemon/jobs.py``; see embed_worker)."""
         self.warming = True
         try:
             self.warm()
@@ -391,10 +392,9 @@ class Daemon:
             self.warming = False
             self.touch()
         embedder = self.engine.embedder
-        if embedder is None:
-            self.worker_state["last_error"] = f"no embedding model: {self.engine.model_error}"
-            return
         self.embed_worker = Worker(self.cfg, embedder, self.gate, self.stop, self.touch, state=self.worker_state)
+        if embedder is None:  # no vectors, but the background jobs (projection, ...) still run
+            self.worker_state["last_error"] = f"no embedding model: {self.engine.model_error}"
         self.embed_worker.run()
 
     def idle_watch(self, server: uvicorn.Server) -> None:

@@ -25,7 +25,7 @@ from memlane.context.pack import event_line, hit_line, kind
 from memlane.errors import InputError
 from memlane.memory import Memory
 from memlane.privacy import filter_text, filter_value
-from memlane.retrieval.disclosure import index_row, one_line
+from memlane.retrieval.disclosure import index_row, mark_superseded, one_line
 from memlane.retrieval.hybrid import Hit
 from memlane.store import keys, peek
 from memlane.store.db import Event
@@ -175,7 +175,7 @@ class MemoryTools:
         check_range("limit", limit)
         filters = {"types": types, "session": (session or "").strip() or None, "since": since, "until": until}
         with self.open(project) as mem:
-            rows = [index_row(h) for h in self._search(mem, query, limit, **filters)]
+            rows = mark_superseded(mem.store, [index_row(h) for h in self._search(mem, query, limit, **filters)])
             where = self._where(mem)
         data = {"project": where, "query": query, "results": rows}
         if not rows:

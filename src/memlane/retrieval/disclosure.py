@@ -52,12 +52,27 @@ def tokens(obj: Any) -> int:
     return len(str(obj)) // CHARS_PER_TOKEN + 1
 
 
+def mark_superseded(store: Store | None, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Name what replaced each replaced result (the knowledge model's resolutions): ``superseded_by`` (its
+    citation), ``partly`` when only part of it was replaced, and the summary says so first."""
+    from memlane.retrieval.resolved import superseded_info
+
+    info = superseded_info(store, [r["id"] for r in rows])
+    for row in rows:
+        found = info.get(row["id"])
+        if found is not None:
+            row["superseded_by"] = found["by"]
+            row["partly"] = found["partial"]
+            row["summary"] = f"({'partly ' if found['partial'] else ''}superseded by {found['by']}) {row['summary']}"
+    return rows
+
+
 def disclose(store: Store, hits: list[Hit], layer: str, budget_tokens: int = 2000) -> list[dict[str, Any]]:
     """Results at one layer (index | timeline | full | smart), within ``budget_tokens``."""
     out: list[dict[str, Any]] = []
     used = 0
-    for hit in hits:
-        row = index_row(hit)
+    marked = mark_superseded(store, [index_row(h) for h in hits])
+    for hit, row in zip(hits, marked, strict=True):
         if layer == "timeline":
             row["timeline"] = timeline(store, hit.event)
         elif layer == "full" or (layer == "smart" and hit.confidence == "high"):

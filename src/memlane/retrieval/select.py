@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 from memlane.logs import log
+from memlane.retrieval import resolved
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -202,6 +203,9 @@ def drop_replaced(hits: list[Hit], store: Any = None, edits: list[tuple[Event, s
 
     Runs before the gate, so the adaptive count is measured against what is still current.
     """
+    # The knowledge model's resolutions first (issue 32: a later edit of the same file region, a revert, a
+    # decision that removed what an exchange introduced), then the edits among the hits below.
+    hits = resolved.drop_replaced(hits, store)
     retired_by, exchange = retirements(hits, store, edits)
     if not retired_by:
         return hits

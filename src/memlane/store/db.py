@@ -8,6 +8,8 @@
 - ``forget.py``      forget, redact in place, tombstones
 - ``outbox.py``      the embedding jobs the vectors worker claims and completes
 - ``imports.py``     the import ledger and the events an import made
+- ``knowledge.py``   the knowledge tables (entries, entities, edges, task history, resolutions) and
+                     projection offsets; ``replacements`` is the prompt path's read of them
 - ``records.py``     ``NewEvent``, ``Event``, ``AppendResult`` (no SQL)
 
 Writes happen in ``BEGIN IMMEDIATE`` transactions so concurrent hook processes serialise on
@@ -31,6 +33,7 @@ from memlane.store.fulltext import (
     query_stopwords,
 )
 from memlane.store.imports import ImportsStore
+from memlane.store.knowledge import KnowledgeStore
 from memlane.store.outbox import OutboxStore
 from memlane.store.records import EVENT_TYPES, AppendResult, Event, NewEvent
 
@@ -53,7 +56,7 @@ __all__ = [
 ]
 
 
-class Store(FullTextStore, ForgetStore, OutboxStore, ImportsStore):
+class Store(FullTextStore, ForgetStore, OutboxStore, ImportsStore, KnowledgeStore):
     """One project's memory database."""
 
     @classmethod

@@ -273,6 +273,146 @@ _M9_BOOKKEEPING = "({r}type IN ('session_start', 'session_end') OR " + _M9_PRECO
 _BOOKKEEPING = _M9_BOOKKEEPING  # what schema 9 installed; changing it is a new migration with its own literal
 
 
+def _m10_knowledge(db: sqlite3.Connection) -> None:
+    """The knowledge model (issue 32): entries, entities and their aliases, edges, task history and memory
+    resolutions, all derived from ``events`` by projectors (``memlane.knowledge``) and rebuilt by
+    ``memlane rebuild``; ``projection_offsets`` says how far each projector has read. Rows that come from one
+    event go with it (``ON DELETE CASCADE``): a session summary replaced by a newer one takes its derived rows
+    along without the hook doing anything. A store from before this migration gets empty tables, and the
+    daemon's projection job fills them in the background."""
+    _script(
+        db,
+        """
+        CREATE TABLE projection_offsets (
+            name       TEXT PRIMARY KEY,
+            last_seq   INTEGER NOT NULL DEFAULT 0,
+            version    INTEGER NOT NULL DEFAULT 0,
+            updated_at TEXT NOT NULL
+        ) WITHOUT ROWID;
+
+        -- Records taken from one event: a file change, a snapshot of a file, a decision, a commit, a task note.
+        -- stage: raw|working|candidate|verified|certified; status: active|contested|deprecated|superseded.
+        CREATE TABLE entries (
+            id               TEXT PRIMARY KEY,
+            entry_type       TEXT NOT NULL,
+            title            TEXT NOT NULL,
+            body             TEXT NOT NULL DEFAULT '{}',
+            canonical_key    TEXT,
+            stage            TEXT NOT NULL DEFAULT 'raw',
+            status           TEXT NOT NULL DEFAULT 'active',
+            superseded_by    TEXT,
+            evidence         TEXT NOT NULL DEFAULT '[]',
+            evidence_aligned INTEGER NOT NULL DEFAULT 0,
+            event_id         TEXT NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+            session_id       TEXT NOT NULL,
+            ts               TEXT NOT NULL
+        );
+        CREATE INDEX entries_event ON entries(event_id);
+        CREATE INDEX entries_key ON entries(canonical_key, ts);
+        CREATE INDEX entries_type ON entries(entry_type, ts);
+
+        -- Things whose state changes over time (task, condition, artifact) and things memories name (file,
+        -- lib, code): one row per (type, canonical key); state is the folded current state (JSON).
+        CREATE TABLE entities (
+            id             TEXT PRIMARY KEY,
+            entity_type    TEXT NOT NULL,
+            canonical_key  TEXT NOT NULL,
+            title          TEXT NOT NULL,
+            title_norm     TEXT NOT NULL,
+            stage          TEXT NOT NULL DEFAULT 'raw',
+            status         TEXT NOT NULL DEFAULT 'active',
+            state          TEXT NOT NULL DEFAULT '{}',
+            first_event_id TEXT,
+            last_event_id  TEXT,
+            created_ts     TEXT NOT NULL,
+            updated_ts     TEXT NOT NULL,
+            UNIQUE (entity_type, canonical_key)
+        );
+        CREATE INDEX entities_type_status ON entities(entity_type, status, updated_ts);
+
+        CREATE TABLE entity_aliases (
+            entity_type   TEXT NOT NULL,
+            canonical_key TEXT NOT NULL,
+            entity_id     TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            is_primary    INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (entity_type, canonical_key)
+        ) WITHOUT ROWID;
+        CREATE INDEX entity_aliases_entity ON entity_aliases(entity_id);
+
+        CREATE TABLE edges (
+            id       INTEGER PRIMARY KEY,
+            src_type TEXT NOT NULL,
+            src_id   TEXT NOT NULL,
+            rel_type TEXT NOT NULL,
+            dst_type TEXT NOT NULL,
+            dst_id   TEXT NOT NULL,
+            meta     TEXT NOT NULL DEFAULT '{}',
+            event_id TEXT REFERENCES events(id) ON DELETE CASCADE,
+            ts       TEXT NOT NULL,
+            UNIQUE (src_type, src_id, rel_type, dst_type, dst_id)
+        );
+        CREATE INDEX edges_src ON edges(src_id, rel_type);
+        CREATE INDEX edges_dst ON edges(dst_id, rel_type);
+        CREATE INDEX edges_rel ON edges(rel_type);
+        CREATE INDEX edges_event ON edges(event_id);
+
+        -- A task's history as the fold saw it: created, status, priority, blockers, rejected, unblocked.
+        CREATE TABLE task_history (
+            task_id     TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            seq         INTEGER NOT NULL,
+            idx         INTEGER NOT NULL,
+            event_id    TEXT NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+            ts          TEXT NOT NULL,
+            kind        TEXT NOT NULL,
+            from_status TEXT,
+            to_status   TEXT,
+            detail      TEXT NOT NULL DEFAULT '{}',
+            PRIMARY KEY (task_id, seq, idx)
+        ) WITHOUT ROWID;
+        CREATE INDEX task_history_event ON task_history(event_id);
+
+        -- Memory resolutions: old_id was replaced by new_id (a later edit of the same file region, a revert,
+        -- a decision that removed what it introduced, ...). direct = 0: it came with its exchange (old_exchange),
+        -- because it says what was replaced; partial = 1: only some of what it says was replaced.
+        CREATE TABLE resolutions (
+            old_id       TEXT NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+            new_id       TEXT NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+            rule         TEXT NOT NULL,
+            direct       INTEGER NOT NULL,
+            partial      INTEGER NOT NULL DEFAULT 0,
+            old_exchange TEXT NOT NULL,
+            entry_id     TEXT,
+            detail       TEXT NOT NULL DEFAULT '{}',
+            ts           TEXT NOT NULL,
+            PRIMARY KEY (old_id, new_id, rule)
+        ) WITHOUT ROWID;
+        CREATE INDEX resolutions_new ON resolutions(new_id, rule);
+        CREATE INDEX resolutions_exchange ON resolutions(old_exchange);
+
+        -- A task's blockers with conditions followed to what they resolved to (entity-edge-model §5.2).
+        CREATE VIEW v_task_blockers_effective AS
+        SELECT b.src_id AS task_id, b.dst_id AS blocker_id, b.dst_type AS blocker_type,
+               COALESCE(r.dst_id, b.dst_id) AS effective_blocker_id,
+               COALESCE(r.dst_type, b.dst_type) AS effective_blocker_type,
+               b.meta AS meta
+        FROM edges b
+        LEFT JOIN edges r ON r.src_type = 'entity' AND r.src_id = b.dst_id AND r.rel_type = 'resolves_to'
+        WHERE b.src_type = 'entity' AND b.rel_type = 'blocked_by';
+
+        -- Every replaced memory with what replaces it now (chains followed: 10 -> 25 -> 40 gives 40).
+        CREATE VIEW v_memory_effective AS
+        WITH RECURSIVE chain(old_id, current_id, depth) AS (
+            SELECT old_id, new_id, 1 FROM resolutions WHERE partial = 0
+            UNION
+            SELECT c.old_id, r.new_id, c.depth + 1 FROM chain c JOIN resolutions r ON r.old_id = c.current_id
+            WHERE r.partial = 0 AND c.depth < 32
+        )
+        SELECT c.old_id AS event_id, c.current_id FROM chain c
+        WHERE NOT EXISTS (SELECT 1 FROM resolutions x WHERE x.old_id = c.current_id AND x.partial = 0);
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", _m1_initial),
     (2, "citations", _m2_citations),
@@ -283,6 +423,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (7, "term_counts", _m7_term_counts),
     (8, "fts_without_boundaries", _m8_fts_without_boundaries),
     (9, "bookkeeping_out_of_search", _m9_bookkeeping_out_of_search),
+    (10, "knowledge", _m10_knowledge),
 ]
 
 LATEST = MIGRATIONS[-1][0]
@@ -297,19 +438,27 @@ def current_version(db: sqlite3.Connection) -> int:
     return int(row[0] or 0)
 
 
+def _missing(db: sqlite3.Connection, target: int) -> set[int]:
+    """Migrations up to ``target`` the store has not recorded. By number, not by the highest one applied: branches
+    take ranges of numbers (10-19, 20-29, ...) and may ship in any order, so a store that has 20 may still lack 10."""
+    current_version(db)  # creates schema_migrations on a new database
+    done = {int(r[0]) for r in db.execute("SELECT version FROM schema_migrations")}
+    return {number for number, _, _ in MIGRATIONS if number <= target and number not in done}
+
+
 def migrate(db: sqlite3.Connection, target: int = LATEST) -> list[int]:
-    """Apply missing migrations up to ``target``; returns the versions applied.
+    """Apply missing migrations up to ``target``, in order; returns the versions applied.
 
     ``BEGIN IMMEDIATE`` serialises concurrent first-openers: the loser waits, then sees the work done.
     """
     applied: list[int] = []
-    if current_version(db) >= target:
+    if not _missing(db, target):
         return applied
     db.execute("BEGIN IMMEDIATE")
     try:
-        version = current_version(db)
+        missing = _missing(db, target)
         for number, name, step in MIGRATIONS:
-            if version < number <= target:
+            if number in missing:
                 step(db)
                 db.execute(
                     "INSERT INTO schema_migrations (version, name, applied_at) "
