@@ -124,7 +124,9 @@ def show_task(task: dict[str, Any]) -> None:
         render.console.print("\nHistory:")
         for h in task["history"]:
             change = f"{h['from_status'] or ''} → {h['to_status']}" if h["to_status"] else ""
-            detail = h["detail"].get("reason") or h["detail"].get("blockers") or h["detail"].get("to") or ""
+            detail = (
+                h["detail"].get("reason") or "; ".join(h["detail"].get("blockers") or []) or h["detail"].get("to") or ""
+            )
             render.console.print(f"  {h['ts'][:19]}  {h['kind']:<9} {change} {detail}".rstrip(), markup=False)
     if task.get("events"):
         render.console.print("\nNamed in:")
