@@ -56,7 +56,7 @@ def test_a_replaced_memory_never_ranks_above_its_replacement(store: Store, log: 
 
 
 def test_a_replacement_outside_the_search_filters_is_not_brought_in(store: Store, log: Log) -> None:
-    old, new = queue_story(log)
+    _old, new = queue_story(log)
     hits = Retriever(store, config.load()).search("task queue label PDF", limit=5, types=["tool_observation"])
     assert [h.event.type for h in hits] == ["tool_observation"] * len(hits)
     assert new.cite not in [h.event.cite for h in hits]  # type: ignore[attr-defined]
