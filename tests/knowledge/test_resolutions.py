@@ -49,7 +49,7 @@ def test_file_region_replaces_the_change_and_what_its_exchange_said_of_it(store:
     assert log.replaced(s["ask"]) is None and log.replaced(s["ask"], partial=True) is None, "the prompt names none"  # type: ignore[arg-type]
     assert log.replaced(s["raise"]) is None and log.replaced(s["edit"]) is None  # type: ignore[arg-type]
     rules = {r["rule"] for r in store.resolutions_of(s["write"].id)}  # type: ignore[attr-defined]
-    assert rules == {"file_region", "quote"}
+    assert rules == {"file_region"}, "replaced already when the quote rule looked: a history stays linear"
     entries = store.entries_of_event(s["write"].id)  # type: ignore[attr-defined]
     assert [(e["entry_type"], e["status"]) for e in entries] == [("change", "superseded")]
     newer = store.entries_of_event(s["edit"].id)[0]  # type: ignore[attr-defined]
@@ -182,13 +182,17 @@ def test_a_decision_replaces_what_introduced_the_name_and_a_later_reintroduction
     assert log.replaced(decision, partial=True) == back.cite, "re-introduced later: the removal is history"
 
 
-def test_an_uninstall_loses_to_a_decision_as_the_replacement_shown(store: Store, log: Log) -> None:
+def test_the_first_removal_replaces_an_introduction_and_an_uninstall_counts(store: Store, log: Log) -> None:
     install = log.bash("npm install moment --prefix web", "added 1 package", session="a")
     decision = log.prompt("Replace moment with date-fns everywhere", session="b")
     log.bash("npm uninstall moment --prefix web", "removed 1 package", session="b")
     log.project()
     assert log.replaced(install) == decision.cite
-    assert {r["rule"] for r in store.resolutions_of(install.id)} == {"decision", "command"}
+    assert {r["rule"] for r in store.resolutions_of(install.id)} == {"decision"}, "replaced already: stays linear"
+    other = log.bash("pip install celery", "Successfully installed celery", session="c")
+    gone = log.bash("pip uninstall -y celery kombu", "Successfully uninstalled celery", session="d")
+    log.project()
+    assert log.replaced(other) == gone.cite and {r["rule"] for r in store.resolutions_of(other.id)} == {"command"}
     names = {e["title"] for e in store.entities("lib")}
     assert "web" not in names and {"moment", "date-fns"} <= names, "--prefix web is an option's value"
 

@@ -25,7 +25,7 @@ from typing import Any
 
 from memlane.knowledge import aligner, changes, decisions, tasks
 from memlane.knowledge.projection import Projector
-from memlane.knowledge.resolutions import Resolver
+from memlane.knowledge.resolutions import Resolver, quotes_fragment
 from memlane.knowledge.text import entity_key, fragments, stable_id
 from memlane.store.db import Event, Store
 from memlane.store.schema import indexed
@@ -41,9 +41,15 @@ class _Batch:
         self.resolver = Resolver(store)
         self.fold = tasks.TaskFold(store)
         self.exchanges: dict[str, str] = {}
-        self.has_code = (
-            store.db.execute("SELECT 1 FROM entities WHERE entity_type = 'code' LIMIT 1").fetchone() is not None
-        )
+        self._code: set[str] | None = None  # fragments later edits took out (non-common), read once a batch
+
+    def code_fragments(self) -> set[str]:
+        if self._code is None:
+            self._code = self.store.removed_code_fragments()
+        return self._code
+
+    def code_changed(self) -> None:
+        self._code = None
 
     def exchange(self, event: Event) -> str:
         if event.type == "user_prompt":
@@ -67,6 +73,7 @@ class KnowledgeProjector(Projector):
         for event in events:
             if not indexed(event.type, event.content):
                 continue  # bookkeeping (session markers, PreCompact's line) says when, not what
+            batch.resolver.seq = event.seq
             self._event(batch, event)
             batch.resolver.touched.add(event.id)
             batch.resolver.refresh()
@@ -84,8 +91,14 @@ class KnowledgeProjector(Projector):
             payload = event.metadata.get("task_update")
             if isinstance(payload, dict):
                 batch.fold.apply_update(payload, event)
-        if batch.has_code:
-            batch.resolver.quotes(event, exchange, fragments(event.content))
+        known = batch.code_fragments()
+        if known:
+            quoted = (
+                {f for f in known if quotes_fragment(event.content, f)}
+                if len(known) <= 300
+                else fragments(event.content) & known
+            )
+            batch.resolver.quotes(event, exchange, quoted)
 
     # ---- tool observations -------------------------------------------------------------------------------
 
@@ -119,13 +132,13 @@ class KnowledgeProjector(Projector):
                 continue
             if gone:
                 resolver.removed_fragments(entry, event)
-                batch.has_code = True
+                batch.code_changed()
             new_imports = changes.imported_modules(change.added, change.path) - changes.imported_modules(
                 change.removed, change.path
             )
             if new_imports:
                 resolver.names(entry, event, sorted(new_imports), [])
-            resolver.reverts_after(event.ts)
+            resolver.reverts_after(entry)
 
     def _commands(self, batch: _Batch, event: Event, exchange: str) -> None:
         store, resolver = batch.store, batch.resolver
@@ -160,7 +173,7 @@ class KnowledgeProjector(Projector):
                 if command.kind == "revert":
                     resolver.revert(entry, event)
                 else:
-                    resolver.reverts_after(event.ts)
+                    resolver.reverts_after(entry)
             else:  # install / uninstall
                 body = {"kind": command.kind, "names": command.names, "exchange": exchange}
                 title = f"{command.kind} {' '.join(command.names)}"

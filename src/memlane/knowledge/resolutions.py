@@ -40,6 +40,7 @@ from memlane.store.schema import UNSEARCHED_TYPES
 
 RULES = ("file_region", "quote", "revert", "decision", "command", "code")
 MAX_QUOTING = 200  # a fragment in more earlier memories than this is too common to say what they are about
+REVERT_WINDOW = 500  # a revert without its commit line is matched against this many latest changes before it
 WHOLE = 0.5  # share of a memory's sentences naming what was replaced for it to be wholly replaced
 _SUBJECT_STOP = {
     "revert",
@@ -120,6 +121,9 @@ class Resolver:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.touched: set[str] = set()  # events whose entries' status must be refreshed
+        # The seq of the event being projected: members of an old exchange stored after it join it when they are
+        # projected themselves (``inherit``), exactly as if the log were followed event by event.
+        self.seq = 0
 
     # ---- recording ---------------------------------------------------------------------------------------
 
@@ -152,7 +156,9 @@ class Resolver:
             ts=new.ts,
         )
         self.touched.add(old.id)
-        members = [m[0] for m in self.store.exchange_members(old_exchange) if m[0] not in (old.id, new.id)]
+        members = [
+            m[0] for m in self.store.exchange_members(old_exchange) if m[0] not in (old.id, new.id) and m[1] <= self.seq
+        ]
         for member in self.store.by_ids(members):
             self._member(member, old_exchange, new.id, rule, entry_id, terms, info, new.ts)
         if entry_id is not None:
@@ -178,8 +184,8 @@ class Resolver:
         info: dict[str, Any],
         ts: str,
     ) -> None:
-        if member.type in UNSEARCHED_TYPES:
-            return
+        if member.type in UNSEARCHED_TYPES or self.store.wholly_replaced(member.id):
+            return  # replaced already (by the first change after it): a long history stays linear
         share = terms.coverage(member)
         if share > 0:
             self.store.add_resolution(
@@ -275,8 +281,10 @@ class Resolver:
                 self._mark_common(code)
                 continue
             for older in quoting:
-                if older.type in UNSEARCHED_TYPES or fragment not in fragments(older.content):
+                if older.type in UNSEARCHED_TYPES or not quotes_fragment(older.content, fragment):
                     continue
+                if self.store.wholly_replaced(older.id):
+                    continue  # replaced already (by the first change after it): a long history stays linear
                 self.supersede(
                     older,
                     self.store.exchange_of(older),
@@ -326,6 +334,8 @@ class Resolver:
                     if other is None or other["id"] == entry["id"] or other["ts"] == event.ts:
                         continue
                     terms = Terms(names=[name])
+                    if other["ts"] < event.ts and other["status"] == "superseded":
+                        continue  # replaced already (by the first change after it): a long history stays linear
                     if other["ts"] < event.ts:  # the other is older: this entry replaces it
                         older = self._event(other["event_id"])
                         if older is not None:
@@ -417,10 +427,17 @@ class Resolver:
                 {"subject": body["subject"]},
             )
 
-    def reverts_after(self, ts: str) -> None:
-        """A change or commit projected after a revert that may be about it: decide that revert again."""
-        for revert in self.store.entries_by_key("revert", ("commit",), after=ts):
-            event = self._event(revert["event_id"])
+    def reverts_after(self, entry: dict[str, Any]) -> None:
+        """A change or commit projected after a revert that may be about it: decide that revert again (only when
+        it names the reverted commit, or could match the revert's subject)."""
+        body = entry["body"]
+        for revert in self.store.entries_by_key("revert", ("commit",), after=entry["ts"]):
+            shas = revert["body"].get("shas") or []
+            if entry["entry_type"] == "commit":
+                relevant = bool(shas) and any(sha in shas for sha in body.get("shas") or [])
+            else:
+                relevant = subject_score(revert["body"].get("subject") or "", body) > 0
+            event = self._event(revert["event_id"]) if relevant else None
             if event is not None:
                 self.revert(revert, event)
 
@@ -437,16 +454,10 @@ class Resolver:
         return out
 
     def _best_change(self, subject: str, before: str) -> dict[str, Any] | None:
-        wanted = {w for w in words(subject) if w not in _SUBJECT_STOP and len(w) > 2}
-        if len(wanted) < 2:
-            return None
         best: tuple[int, str, dict[str, Any]] | None = None
-        for change in self.store.entries_of_type("change", limit=100_000):
-            if not change["ts"] < before or change["body"]["kind"] == "delete":
-                continue
-            have = set(words(change["body"]["path"] + "\n" + (change["body"].get("added") or "")))
-            score = len(wanted & have)
-            if score >= 2 and score * 2 >= len(wanted) and (best is None or (score, change["ts"]) > (best[0], best[1])):
+        for change in self.store.entries_of_type("change", before=before, limit=REVERT_WINDOW):
+            score = subject_score(subject, change["body"])
+            if score and (best is None or (score, change["ts"]) > (best[0], best[1])):
                 best = (score, change["ts"], change)
         return best[2] if best else None
 
@@ -482,6 +493,25 @@ class Resolver:
             }
         )
         return eid
+
+
+def quotes_fragment(text: str, fragment: str) -> bool:
+    """Whether ``text`` quotes a code fragment (``fragments``' definition; a substring test first, cheap)."""
+    name, eq, value = fragment.partition("=")
+    if (eq and (name not in text or value not in text)) or (not eq and fragment not in text):
+        return False
+    return fragment in fragments(text)
+
+
+def subject_score(subject: str, change: dict[str, Any]) -> int:
+    """How many of a reverted commit's subject words a change's file path and added lines hold: 0 unless at
+    least two and at least half of them."""
+    wanted = {w for w in words(subject) if w not in _SUBJECT_STOP and len(w) > 2}
+    if len(wanted) < 2 or change.get("kind") in (None, "delete", "snapshot"):
+        return 0
+    have = set(words(str(change.get("path") or "") + "\n" + (change.get("added") or "")))
+    score = len(wanted & have)
+    return score if score >= 2 and score * 2 >= len(wanted) else 0
 
 
 def replaced_terms(old: dict[str, Any], new: dict[str, Any]) -> Terms | None:

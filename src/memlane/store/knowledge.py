@@ -189,10 +189,13 @@ class KnowledgeStore(EventStore):
         rows = self.db.execute(sql + " ORDER BY ts, id", args)
         return [_row(ENTRY_COLUMNS, r, ("body", "evidence")) for r in rows]
 
-    def entries_of_type(self, entry_type: str, *, limit: int = 100) -> list[dict[str, Any]]:
+    def entries_of_type(self, entry_type: str, *, before: str | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """The latest entries of a type, newest first (dated strictly before ``before``, if given)."""
         rows = self.db.execute(
-            f"SELECT {ENTRY_COLUMNS} FROM entries WHERE entry_type = ? ORDER BY ts DESC, id LIMIT ?",
-            (entry_type, limit),
+            f"SELECT {ENTRY_COLUMNS} FROM entries WHERE entry_type = ?"
+            + (" AND ts < ?" if before is not None else "")
+            + " ORDER BY ts DESC, id LIMIT ?",
+            (entry_type, before, limit) if before is not None else (entry_type, limit),
         )
         return [_row(ENTRY_COLUMNS, r, ("body", "evidence")) for r in rows]
 
@@ -543,6 +546,17 @@ class KnowledgeStore(EventStore):
         }
 
     # ---- lookups for the resolution rules ------------------------------------------------------
+
+    def removed_code_fragments(self) -> set[str]:
+        """Code fragments some edit took out, except those too common to say what a memory is about."""
+        rows = self.db.execute(
+            "SELECT title FROM entities WHERE entity_type = 'code' AND json_extract(state, '$.common') IS NOT 1"
+        )
+        return {r[0] for r in rows}
+
+    def wholly_replaced(self, event_id: str) -> bool:
+        row = self.db.execute("SELECT 1 FROM resolutions WHERE old_id = ? AND partial = 0 LIMIT 1", (event_id,))
+        return row.fetchone() is not None
 
     def events_with_phrase(
         self, words: Sequence[str], *, below_seq: int, before: str, limit: int
