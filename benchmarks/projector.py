@@ -161,7 +161,8 @@ def main() -> None:
         f"   p50 {statistics.median(held_cpu):6.1f} ms p95 {pct(held_cpu, 0.95):6.1f} ms"
     )
     print(
-        f"  replacements(20 ids):         p50 {statistics.median(lookups) * 1000:6.0f} µs p95 {pct(lookups, 0.95) * 1000:6.0f} µs"
+        f"  replacements(20 ids):         p50 {statistics.median(lookups) * 1000:6.0f} µs"
+        f" p95 {pct(lookups, 0.95) * 1000:6.0f} µs"
         f"   p50 {statistics.median(lookups_cpu) * 1000:6.0f} µs p95 {pct(lookups_cpu, 0.95) * 1000:6.0f} µs"
         f"  ({args.lookups} calls)"
     )

@@ -9,8 +9,9 @@ the hits at query time and stays as it is):
   replacement takes the place of the first memory it replaced (read from the store if the search did not
   return it, when it passes the search's filters); the replaced ones go below every current one, labelled
   superseded. Partly replaced memories keep their place (``disclosure`` names what replaced part of them).
-- ``drop_replaced`` (injection, called from ``select.drop_replaced``): a wholly replaced memory is left out, and
-  a replacement the search returned gets the best score of what it replaced.
+- ``drop_replaced`` (injection, called at the end of ``select.drop_replaced``): a wholly replaced memory is left
+  out with the prompt that asked for it, and what replaced it takes its place with the best score of what it
+  replaced — the replacement if the search returned it, else the answer of the exchange that made it.
 
 Without resolutions (a store the daemon has not projected yet) both return the hits unchanged. Stdlib only: the
 hooks' full-text fallback imports ``select``. One indexed read per call (``Store.replacements``: ~0.1 ms for 30
@@ -74,26 +75,71 @@ def current_first(
 
 
 def drop_replaced(hits: list[Hit], store: Any) -> list[Hit]:
-    """Injection: wholly replaced memories left out; a replacement among ``hits`` gets the best score of what it
-    replaced (it answers the question as it stands now, usually in other words). Order: best score first."""
+    """Injection: wholly replaced memories left out, and what replaced them put in their place with the best
+    score of what it replaced: the replacement if the search returned it, else the answer of the exchange that
+    made it, read from the store (it answers the question as it stands now, usually in other words, so the
+    search rarely finds it). Order: best score first."""
     replaced = _replacements(hits, store)
     if not replaced:
         return hits
-    best: dict[str, Hit] = {}
+    present = {h.event.id: h for h in hits}
+    best: dict[str, Hit] = {}  # what stands for a replacement → the best hit it replaced
+    shown: dict[str, Any] = {}  # ... and its event, when the search did not return it
     for h in hits:
         new = replaced.get(h.event.id)
-        if new is not None and (new not in best or h.score > best[new].score):
+        if new is None:
+            continue
+        if new not in present:
+            answer = _answer_of(store, new)
+            if answer is None or answer.id in replaced:
+                continue
+            new = answer.id
+            if new not in present:
+                shown[new] = answer
+        if new not in best or h.score > best[new].score:
             best[new] = h
+    # The prompt that asked for a replaced answer goes with it, as in ``select.retirements``: on its own it would
+    # bring the old exchange back (and take the place of what answers it now).
+    asked = _prompts_of(store, [h.event for h in hits if h.event.id in replaced])
     out = []
     for h in hits:
-        if h.event.id in replaced:
+        if h.event.id in replaced or (h.event.id in asked and h.event.id not in best):
             continue
         top = best.get(h.event.id)
         if top is not None and top.score > h.score:
             h = type(h)(h.event, top.score, {**h.sources, "replaces": top.score}, top.confidence)
         out.append(h)
+    for new, event in shown.items():
+        old = best[new]
+        out.append(type(old)(event, old.score, {**old.sources, "replaces": old.score}, old.confidence))
     out.sort(key=lambda h: -h.score)
     return out
+
+
+def _prompts_of(store: Any, events: list[Any]) -> set[str]:
+    try:
+        return {p.id for p in store.exchange_prompts([e for e in events if e.type != "user_prompt"]).values()}
+    except Exception as exc:  # noqa: BLE001 - a failed read must not stop the injection
+        log("retrieval", "warning", f"exchange lookup skipped: {exc!r}")
+        return set()
+
+
+def _answer_of(store: Any, event_id: str) -> Any:
+    """What to show for a replacement: the first answer of its exchange after it (the agent's words on the
+    change), else the exchange's session summary, else the event itself."""
+    try:
+        found = store.by_ids([event_id])
+        if not found:
+            return None
+        event = found[0]
+        members = store.exchange_members(store.exchange_of(event))
+        after = [m for m in members if m[1] >= event.seq]
+        pick = next((m[0] for m in after if m[2] == "agent_response"), None)
+        pick = pick or next((m[0] for m in reversed(after) if m[2] == "session_summary"), None)
+        return store.by_ids([pick])[0] if pick else event
+    except Exception as exc:  # noqa: BLE001 - a failed read must not stop the injection
+        log("retrieval", "warning", f"replacement not read: {exc!r}")
+        return None
 
 
 def superseded_info(store: Any, event_ids: list[str]) -> dict[str, dict[str, Any]]:
