@@ -228,6 +228,7 @@ def rebuild(obj: Ctx, only: tuple[str, ...], as_json: bool) -> None:
     if stats is not None:
         render.console.print(
             f"knowledge: {sum(stats['entries'].values())} entries, {sum(stats['entities'].values())} entities, "
-            f"{stats['edges']} edges, {stats['superseded']} memories superseded"
+            f"{stats['edges']} edges, {stats['superseded']} {'memory' if stats['superseded'] == 1 else 'memories'}"
+            " superseded"
             + (f" ({stats['partly_superseded']} more in part)" if stats["partly_superseded"] else "")
         )

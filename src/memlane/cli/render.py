@@ -196,7 +196,7 @@ def supersession_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(
             (
                 "partly superseded by" if partial else "superseded by",
-                f"{citation} ({first['ts'][:10]}, {why}{': ' + where if where else ''}) {short(first['summary'], 100)}",
+                f"{citation} ({first['ts'][:10]}, {why}{': ' + where if where else ''}) {short(first['summary'], 160)}",
             )
         )
     current = info.get("current")
