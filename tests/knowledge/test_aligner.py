@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from memlane.errors import InputError
@@ -77,3 +79,23 @@ def test_an_unaligned_claim_is_never_verified() -> None:
 
 def test_quote_hash_is_stable() -> None:
     assert align("abc", "xxabcxx").quote_hash == align("abc", "other").quote_hash
+
+
+def test_an_entry_without_aligned_evidence_cannot_be_made_verified(tmp_path: Path) -> None:
+    from memlane import derived
+    from memlane.knowledge import service
+    from memlane.store.db import NewEvent, Store
+
+    with Store(tmp_path / "m.db", "p") as store:
+        store.append(
+            [NewEvent("agent_response", "s", "The decision is to switch the task queue from Celery to RQ.", "t")]
+        )
+        derived.catch_up(store)
+        entry = store.entries_of_type("decision")[0]
+        assert entry["evidence_aligned"] and entry["evidence"][0]["method"] == "exact"
+        assert service.set_stage(store, entry["id"], "verified")["stage"] == "verified"
+        with store.write():
+            store.db.execute("UPDATE entries SET evidence_aligned = 0 WHERE id = ?", (entry["id"],))
+        with pytest.raises(UnalignedEvidence):
+            service.set_stage(store, entry["id"], "certified")
+        assert service.set_stage(store, entry["id"], "candidate")["stage"] == "candidate"

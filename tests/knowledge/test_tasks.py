@@ -258,3 +258,27 @@ def test_a_secret_in_a_task_note_is_redacted_before_it_is_stored(store: Store) -
     service.add_task(store, cfg, "rotate keys", note="old key AKIAIOSFODNN7EXAMPLE must go")
     stored = store.history(types=["task_update"], limit=1)[0]
     assert "AKIAIOSFODNN7EXAMPLE" not in stored.content and "AKIAIOSFODNN7EXAMPLE" not in str(stored.metadata)
+
+
+def test_a_task_the_workflow_tracks_shows_its_workflow_status(tmp_path: Path) -> None:
+    from memlane import project
+    from memlane.memory import Memory
+    from memlane.workflow import lifecycle, progress
+
+    root = tmp_path / "shop"
+    (root / ".git").mkdir(parents=True)
+    p = project.identify(root)
+    lifecycle.init(p.root_str, p.name, p.id, config.WorkflowConfig())
+    progress.mutate(p.id, lambda d: progress.add_task(d, "T-3", "Write the CSV importer", status="in_progress"))
+    with Memory.open(root) as mem:
+        Log(mem.store).prompt("- [ ] write the CSV importer\n- [ ] rotate the keys")
+        mem.catch_up()
+        rows = {r["title"]: r for r in mem.tasks()}
+        assert rows["write the CSV importer"]["workflow"] == {
+            "memory": p.id,
+            "task": "T-3",
+            "name": "Write the CSV importer",
+            "status": "in_progress",
+        }
+        assert "workflow" not in rows["rotate the keys"]
+        assert mem.task("write the csv importer")["workflow"]["task"] == "T-3"

@@ -193,3 +193,18 @@ def supersession(store: Store, event_id: str) -> dict[str, Any]:
             for e in store.entries_of_event(event_id)
         ],
     }
+
+
+def set_stage(store: Store, entry_id: str, stage: str) -> dict[str, Any]:
+    """Move an entry to a stage (the learning loop's graduation uses this); an entry whose evidence is not aligned
+    with its source is never made verified or certified (``aligner.UnalignedEvidence``)."""
+    from memlane.errors import NotFoundError
+    from memlane.knowledge.aligner import check_stage
+
+    entry = store.entry(entry_id)
+    if entry is None:
+        raise NotFoundError(f"no entry '{entry_id}'")
+    check_stage(stage, bool(entry["evidence_aligned"]))
+    with store.write():
+        store.set_entry_stage(entry_id, stage)
+    return {**entry, "stage": stage}
