@@ -26,6 +26,7 @@ TABLES = {
     "edges": "src_type, src_id, rel_type, dst_type, dst_id, meta, event_id, ts",  # not the rowid
     "task_history": "*",
     "resolutions": "*",
+    "memory_current": "*",
     "sessions": "*",
     "events_vocab": "term, doc, cnt",
 }

@@ -227,15 +227,21 @@ def test_chains_are_followed_and_the_effective_view_agrees(store: Store, log: Lo
     third = log.edit("app/db.py", "POOL = 25", "POOL = 40", session="c")
     log.project()
     assert store.replacements([first.id, second.id, third.id]) == {first.id: third.id, second.id: third.id}
-    view = dict(store.db.execute("SELECT event_id, current_id FROM v_memory_effective").fetchall())
-    assert view == {first.id: third.id, second.id: third.id}
+    view = {r[0]: r[1] for r in store.db.execute("SELECT event_id, current_id, status FROM v_memory_effective")}
+    assert (view[first.id], view[second.id], view[third.id]) == (third.id, third.id, third.id)
+    statuses = dict(store.db.execute("SELECT event_id, status FROM v_memory_effective").fetchall())
+    assert (statuses[first.id], statuses[third.id]) == ("superseded", "current")
+    # A change projected late (older, stored last) that sits between the two: every chain ends at the same place.
+    log.edit("app/db.py", "POOL = 25", "POOL = 30", session="x", at=int(log.minute) - 1)
+    log.project()
+    assert store.replacements([first.id, second.id]) == {first.id: third.id, second.id: third.id}
 
 
 def test_replacements_reads_by_index(store: Store) -> None:
     plan = " ".join(
         str(r[-1])
         for r in store.db.execute(
-            "EXPLAIN QUERY PLAN SELECT old_id, new_id, ts, rule FROM resolutions WHERE old_id IN ('a','b')"
+            "EXPLAIN QUERY PLAN SELECT event_id, current_id FROM memory_current WHERE event_id IN ('a','b')"
         )
     )
     assert "USING PRIMARY KEY" in plan or "USING INDEX" in plan, plan

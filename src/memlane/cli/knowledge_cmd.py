@@ -229,6 +229,5 @@ def rebuild(obj: Ctx, only: tuple[str, ...], as_json: bool) -> None:
         render.console.print(
             f"knowledge: {sum(stats['entries'].values())} entries, {sum(stats['entities'].values())} entities, "
             f"{stats['edges']} edges, {stats['superseded']} {'memory' if stats['superseded'] == 1 else 'memories'}"
-            " superseded"
-            + (f" ({stats['partly_superseded']} more in part)" if stats["partly_superseded"] else "")
+            " superseded" + (f" ({stats['partly_superseded']} more in part)" if stats["partly_superseded"] else "")
         )

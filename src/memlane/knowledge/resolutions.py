@@ -218,8 +218,9 @@ class Resolver:
             )
 
     def refresh(self) -> None:
-        """Entries of the touched events: ``superseded`` (by the entry of their latest whole replacement) or
-        ``active`` (partly replaced memories stay active)."""
+        """The effective view (``memory_current``) and the entries of the touched events: ``superseded`` (by the
+        entry of their latest whole replacement) or ``active`` (partly replaced memories stay active)."""
+        self.store.relink(sorted(self.touched))
         for event_id in sorted(self.touched):
             rows = [r for r in self.store.resolutions_of(event_id) if not r["partial"]]
             if rows:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 # What ``drop_knowledge`` empties: every table the knowledge projector owns (child tables first).
-KNOWLEDGE_TABLES = ("resolutions", "task_history", "edges", "entity_aliases", "entities", "entries")
+KNOWLEDGE_TABLES = ("memory_current", "resolutions", "task_history", "edges", "entity_aliases", "entities", "entries")
 ENTRY_COLUMNS = (
     "id, entry_type, title, body, canonical_key, stage, status, superseded_by, evidence, evidence_aligned,"
     " event_id, session_id, ts"
@@ -31,7 +31,6 @@ ENTITY_COLUMNS = (
     " created_ts, updated_ts"
 )
 EDGE_COLUMNS = "id, src_type, src_id, rel_type, dst_type, dst_id, meta, event_id, ts"
-CHAIN_DEPTH = 32  # resolutions followed at most this far (each hop is strictly later in time: no cycles)
 
 
 def _loads(text: str | None, default: Any) -> Any:
@@ -493,23 +492,29 @@ class KnowledgeStore(EventStore):
         """The effective view for a few memories: each replaced one → the memory that replaces it now.
 
         Chains are followed (a setting changed twice maps to the last change). Of two replacements of one memory
-        the latest wins (ties: the larger id), except that a package command loses to a decision or an edit
-        (it says less). With ``partial``, memories only partly replaced (one of several things they say) are
-        included too. Ids that nothing replaced are left out. Two indexed lookups for a prompt's ~20 hits (a
-        chain adds one per hop): what the prompt path can afford.
+        the latest wins (ties: the larger id), except that a package command loses to a decision or an edit (it
+        says less). With ``partial``, memories only partly replaced (one of several things they say) are included
+        too. Ids that nothing replaced are left out. One indexed read of ``memory_current`` (the projector keeps
+        it), two with ``partial``: what the prompt path can afford for its ~20 hits.
         """
         ids = list(dict.fromkeys(event_ids))
-        if not ids:
-            return {}
-        current = self._latest_replacement(ids, partial)
-        for _ in range(CHAIN_DEPTH):
-            later = self._latest_replacement(list(set(current.values())), False)
-            if not later:
-                break
-            current = {old: later.get(new, new) for old, new in current.items()}
-        return current
+        out: dict[str, str] = {}
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self.db.execute(
+                f"SELECT event_id, current_id FROM memory_current WHERE event_id IN ({_marks(len(chunk))})", chunk
+            )
+            out.update((r[0], r[1]) for r in rows)
+        if partial:
+            rest = [i for i in ids if i not in out]
+            hops = self._best_hops(rest, partial=True)
+            if hops:
+                now = self.replacements(list(set(hops.values())))
+                out.update((old, now.get(hop, hop)) for old, hop in hops.items())
+        return out
 
-    def _latest_replacement(self, ids: Sequence[str], partial: bool) -> dict[str, str]:
+    def _best_hops(self, ids: Sequence[str], *, partial: bool) -> dict[str, str]:
+        """Each id's best replacement (latest; a command last), wholly replacing ones only unless ``partial``."""
         found: dict[str, tuple[int, str, str]] = {}
         for start in range(0, len(ids), 500):
             chunk = list(ids[start : start + 500])
@@ -523,6 +528,33 @@ class KnowledgeStore(EventStore):
                 if old not in found or rank > found[old]:
                     found[old] = rank
         return {old: rank[2] for old, rank in found.items()}
+
+    def relink(self, event_ids: Sequence[str]) -> None:
+        """Bring ``memory_current`` up to date for memories whose resolutions changed, and for every memory whose
+        chain goes through them (found by ``hop_id``). A pure function of the resolutions, so the order in which
+        they arrived does not matter."""
+        hops = self._best_hops(event_ids, partial=False)
+        for event_id in event_ids:
+            hop = hops.get(event_id)
+            if hop is None:
+                self.db.execute("DELETE FROM memory_current WHERE event_id = ?", (event_id,))
+                current = event_id
+            else:
+                row = self.db.execute("SELECT current_id FROM memory_current WHERE event_id = ?", (hop,)).fetchone()
+                current = row[0] if row else hop
+                self.db.execute(
+                    "INSERT INTO memory_current (event_id, hop_id, current_id) VALUES (?,?,?) ON CONFLICT(event_id)"
+                    " DO UPDATE SET hop_id = excluded.hop_id, current_id = excluded.current_id",
+                    (event_id, hop, current),
+                )
+            pending = [(event_id, current)]
+            while pending:  # everything whose best replacement is this one now ends where it ends
+                node, end = pending.pop()
+                for (before,) in self.db.execute(
+                    "SELECT event_id FROM memory_current WHERE hop_id = ? AND current_id != ?", (node, end)
+                ).fetchall():
+                    self.db.execute("UPDATE memory_current SET current_id = ? WHERE event_id = ?", (end, before))
+                    pending.append((before, end))
 
     def resolution_counts(self) -> dict[str, int]:
         rows = self.db.execute("SELECT rule, COUNT(DISTINCT old_id) FROM resolutions GROUP BY rule ORDER BY rule")

@@ -389,6 +389,16 @@ def _m10_knowledge(db: sqlite3.Connection) -> None:
         CREATE INDEX resolutions_new ON resolutions(new_id, rule);
         CREATE INDEX resolutions_exchange ON resolutions(old_exchange);
 
+        -- The effective view, kept by the projector: each wholly replaced memory, the replacement it points to
+        -- (the latest of its resolutions; a package command only if nothing else) and what replaces it now
+        -- (that one's own current, chains followed). One indexed read answers "replaced? by what now?".
+        CREATE TABLE memory_current (
+            event_id   TEXT PRIMARY KEY REFERENCES events(id) ON DELETE CASCADE,
+            hop_id     TEXT NOT NULL,
+            current_id TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX memory_current_hop ON memory_current(hop_id);
+
         -- A task's blockers with conditions followed to what they resolved to (entity-edge-model §5.2).
         CREATE VIEW v_task_blockers_effective AS
         SELECT b.src_id AS task_id, b.dst_id AS blocker_id, b.dst_type AS blocker_type,
@@ -399,16 +409,11 @@ def _m10_knowledge(db: sqlite3.Connection) -> None:
         LEFT JOIN edges r ON r.src_type = 'entity' AND r.src_id = b.dst_id AND r.rel_type = 'resolves_to'
         WHERE b.src_type = 'entity' AND b.rel_type = 'blocked_by';
 
-        -- Every replaced memory with what replaces it now (chains followed: 10 -> 25 -> 40 gives 40).
+        -- Every event with what it is now: itself, or what replaces it (chains followed: 10 -> 25 -> 40 gives 40).
         CREATE VIEW v_memory_effective AS
-        WITH RECURSIVE chain(old_id, current_id, depth) AS (
-            SELECT old_id, new_id, 1 FROM resolutions WHERE partial = 0
-            UNION
-            SELECT c.old_id, r.new_id, c.depth + 1 FROM chain c JOIN resolutions r ON r.old_id = c.current_id
-            WHERE r.partial = 0 AND c.depth < 32
-        )
-        SELECT c.old_id AS event_id, c.current_id FROM chain c
-        WHERE NOT EXISTS (SELECT 1 FROM resolutions x WHERE x.old_id = c.current_id AND x.partial = 0);
+        SELECT e.id AS event_id, COALESCE(m.current_id, e.id) AS current_id,
+               CASE WHEN m.event_id IS NULL THEN 'current' ELSE 'superseded' END AS status
+        FROM events e LEFT JOIN memory_current m ON m.event_id = e.id;
         """,
     )
 
