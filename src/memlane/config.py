@@ -89,6 +89,13 @@ class PrivacyConfig(Section):
     redact_secrets: bool = _f(True, "Redact passwords, tokens, API keys, private keys and credentials in URLs.")
     secret_marker: str = _f("[REDACTED]", "Text that replaces a redacted secret.")
     extra_patterns: list[str] = _f([], "Additional regular expressions whose matches are redacted.")
+    preserve_line_count: bool = _f(
+        False, "A private section leaves as many line breaks as it held, so line numbers after it stay right."
+    )
+    anonymize: bool = _f(
+        False, "Replace e-mail addresses, phone numbers and anonymize_names by [EMAIL], [PHONE] and [NAME]."
+    )
+    anonymize_names: list[str] = _f([], "Names replaced by [NAME] when anonymize is on (whole words, any case).")
 
 
 class CaptureConfig(Section):
@@ -117,6 +124,22 @@ class InjectionConfig(Section):
 class StoreConfig(Section):
     busy_timeout_ms: int = _f(5000, "SQLite busy timeout for the CLI and daemon.")
     hook_busy_timeout_ms: int = _f(1500, "SQLite busy timeout inside hooks; past it the event is spooled.")
+
+
+class StorageConfig(Section):
+    path: str = _f(
+        "", "Where project stores (memory.db, vectors, context) live; empty: <data dir>/projects. Move existing ones."
+    )
+    max_size_mb: int = _f(
+        0, "Cap on a project's SQLite store (MB); past it the daemon prunes the oldest low-value events. 0 = no cap."
+    )
+
+
+class FeaturesConfig(Section):
+    session_summary: bool = _f(True, "Write an extractive summary of each session when it ends.")
+    insight_extraction: bool = _f(
+        True, "Let the learning loop extract insights from sessions (read by the knowledge layer; no LLM unless set)."
+    )
 
 
 class LoggingConfig(Section):
@@ -216,11 +239,25 @@ class RetrievalConfig(Section):
 
 
 class DaemonConfig(Section):
-    host: str = _f("127.0.0.1", "Address the daemon binds (loopback only).")
+    host: str = _f(
+        "127.0.0.1", "Address the daemon binds: loopback, unless a dashboard password is set (dashboard.password_hash)."
+    )
     port: int = _f(37777, "Port of the daemon's HTTP API.")
     idle_timeout_s: int = _f(1800, "The daemon exits after this long without requests or work.")
     autostart: bool = _f(True, "SessionStart starts the daemon, detached, when it is down.")
     hook_deadline_ms: int = _f(120, "How long a hook waits for the daemon before falling back to full-text search.")
+
+
+class DashboardConfig(Section):
+    password_hash: str = _f(
+        "",
+        "scrypt hash of the dashboard password (set it with `memlane dashboard --set-password`); without one the "
+        "dashboard opens only through a one-time login link and the daemon binds loopback only.",
+    )
+    hosts: list[str] = _f(
+        [], "Extra host names the dashboard answers to (Host and Origin) when daemon.host is not loopback."
+    )
+    live_poll_ms: int = _f(500, "How often the live stream looks for new events (milliseconds).")
 
 
 class RegionsConfig(Section):
@@ -237,6 +274,7 @@ class WorkflowConfig(Section):
     max_session_age_days: int = _f(90, "Workflow session files older than this are removed by cleanup.")
     max_response_length: int = _f(2000, "Claude responses appended to a workflow session are cut to this length.")
     summarization: bool = _f(False, "Summarise workflow sessions (extractive, no LLM).")
+    summary_max_length: int = _f(500, "Longest workflow session summary (characters).")
     default_progress: str = _f("{}", "JSON merged into a new progress.json.")
 
 
@@ -285,11 +323,14 @@ class Config:
     capture: CaptureConfig
     injection: InjectionConfig
     store: StoreConfig
+    storage: StorageConfig
+    features: FeaturesConfig
     logging: LoggingConfig
     embedding: EmbeddingConfig
     vectors: VectorsConfig
     retrieval: RetrievalConfig
     daemon: DaemonConfig
+    dashboard: DashboardConfig
     regions: RegionsConfig
     workflow: WorkflowConfig
     context: ContextConfig
@@ -310,11 +351,14 @@ SECTIONS: dict[str, type[Section]] = {
     "capture": CaptureConfig,
     "injection": InjectionConfig,
     "store": StoreConfig,
+    "storage": StorageConfig,
+    "features": FeaturesConfig,
     "logging": LoggingConfig,
     "embedding": EmbeddingConfig,
     "vectors": VectorsConfig,
     "retrieval": RetrievalConfig,
     "daemon": DaemonConfig,
+    "dashboard": DashboardConfig,
     "regions": RegionsConfig,
     "workflow": WorkflowConfig,
     "context": ContextConfig,
@@ -456,6 +500,8 @@ def load(path: Path | None = None, environ: dict[str, str] | None = None) -> Con
     cfg = Config()
     _apply(cfg, read_file(path), str(path))
     _apply(cfg, env_overrides(environ), "environment")
+    if environ is None and path == paths.config_path():
+        paths.set_storage_path(cfg.storage.path)  # where the project stores live (paths.projects_root)
     return cfg
 
 
@@ -489,6 +535,7 @@ def load_cached() -> Config:
     cfg = Config()
     _apply(cfg, data or {}, file)
     _apply(cfg, env_overrides(), "environment")
+    paths.set_storage_path(cfg.storage.path)
     return cfg
 
 

@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
-from memlane import config, moments, project
+from memlane import config, moments, paths, project
 from memlane.errors import InputError, MemlaneError, NotFoundError
 from memlane.logs import log
 from memlane.store.db import EVENT_TYPES, Event, Store
@@ -22,6 +22,8 @@ from memlane.store.db import EVENT_TYPES, Event, Store
 MemoryError_ = MemlaneError
 
 MAX_LIMIT = 200
+MAX_LIMIT_LISTED = 100_000  # a listing (history, tool runs) may ask for everything
+MAX_OTHER_PROJECTS = 20  # cross-project reads look at most at this many other projects (newest first)
 
 
 class NoMemoryYet(NotFoundError):
@@ -33,6 +35,7 @@ class Memory:
         self.project = proj
         self.config = cfg
         self.store = store
+        self._others: dict[str, Memory] = {}  # other projects' memories opened for cross-project reads
 
     @classmethod
     def open(
@@ -62,6 +65,9 @@ class Memory:
         return cls(proj, cfg, Store(proj.db_path, proj.id, cfg.store.busy_timeout_ms))
 
     def close(self) -> None:
+        for other in self._others.values():
+            other.close()
+        self._others.clear()
         self.store.close()
 
     def __enter__(self) -> Memory:
@@ -82,7 +88,53 @@ class Memory:
         return self.store.history(**_filters(filters))
 
     def timeline(self, ref: str, before: int = 3, after: int = 3) -> list[Event]:
-        return self.store.neighbours(self.get(ref), before, after)
+        return self.neighbours(self.find(ref), before, after)
+
+    # ---- other projects (retrieval.cross_project) ------------------------------------------------
+
+    def cross_project(self, wanted: bool | None = None) -> bool:
+        """Whether reads may include the user's other projects: ``wanted``, else ``retrieval.cross_project``."""
+        return self.config.retrieval.cross_project if wanted is None else bool(wanted)
+
+    def others(self) -> list[Memory]:
+        """The user's other projects that have a store (at most ``MAX_OTHER_PROJECTS``, newest first)."""
+        out = []
+        for entry in project.known_projects():
+            pid = str(entry.get("id"))
+            if pid == self.project.id:
+                continue
+            if pid not in self._others:
+                root = str(entry.get("root") or "")
+                proj = project.Project(pid, root, str(entry.get("name") or os.path.basename(root)))
+                if not os.path.exists(proj.db_file):
+                    continue
+                try:
+                    self._others[pid] = Memory.existing(proj, self.config)
+                except Exception as exc:  # noqa: BLE001 - one unreadable store must not break this project's read
+                    log("memory", "warning", f"cross-project: {pid} skipped: {exc!r}")
+                    continue
+            out.append(self._others[pid])
+            if len(out) >= MAX_OTHER_PROJECTS:
+                break
+        return out
+
+    def find(self, ref: str) -> Event:
+        """``get``; with ``retrieval.cross_project`` on, an event of another project too (search results and
+        injected memories may come from one, and their citations must open)."""
+        event = self.store.get(ref)
+        if event is None and self.cross_project():
+            event = next((e for other in self.others() if (e := other.store.get(ref)) is not None), None)
+        if event is None:
+            raise NotFoundError(f"no event '{ref}' in project {self.project.id}")
+        return event
+
+    def neighbours(self, event: Event, before: int = 3, after: int = 3) -> list[Event]:
+        """The events around ``event`` in its session, read from the store of the project it belongs to."""
+        if event.project_id != self.project.id:
+            other = self._others.get(event.project_id)
+            if other is not None:
+                return other.store.neighbours(event, before, after)
+        return self.store.neighbours(event, before, after)
 
     def sessions(self, limit: int = 20) -> list[dict[str, Any]]:
         return self.store.sessions(limit)
@@ -105,23 +157,154 @@ class Memory:
         semantic: bool = True,
         engine: Any = None,
         exclude_ids: Sequence[str] = (),
+        tool: str | None = None,
+        file: str | None = None,
+        failed: bool = False,
+        cross_project: bool | None = None,
     ) -> list[Any]:
         """Hybrid search (BM25 + vectors + recency + type) → ``retrieval.hybrid.Hit`` list, best first.
 
         ``since``/``until`` take a date or an age (``7d``); ``semantic=False`` (or no embedding model)
         searches full-text only, on the same score scale; ``engine`` is a warm ``Engine`` to reuse.
+        ``tool``/``file``/``failed`` keep tool calls by tool name, file and failure (``tool_runs`` lists them
+        without a query). ``cross_project`` (default ``retrieval.cross_project``) adds the best matches of
+        the user's other projects; their events carry their own ``project_id``.
         Every entry point comes through here, so all of them accept and refuse the same input.
         """
         check_query(query)
         check_limit(limit)
+        tools = check_tool_filters(tool, file, failed, types)
         filters = _filters({"session": session or None, "types": list(types or ()) or None,
-                            "since": since, "until": until})  # fmt: skip
+                            "since": since, "until": until, **tools})  # fmt: skip
         # Inside the function for start-up time (~7 ms of retrieval modules that reads and writes never
         # need), not for a circle: the engine imports Memory for type checking only.
         from memlane.retrieval.engine import Engine
 
         engine = engine or Engine(self.config, vectors=semantic)
-        return list(engine.search(self, query, limit=limit, exclude_ids=list(exclude_ids), **filters))
+        hits = list(engine.search(self, query, limit=limit, exclude_ids=list(exclude_ids), **filters))
+        if self.cross_project(cross_project) and not session:  # a session id belongs to one project
+            for other in self.others():
+                try:
+                    hits.extend(engine.search(other, query, limit=limit, **filters))
+                except Exception as exc:  # noqa: BLE001 - one broken store must not break this search
+                    log("memory", "warning", f"cross-project search skipped {other.project.id}: {exc!r}")
+            hits.sort(key=lambda h: -h.score)
+            hits = hits[:limit]
+        return hits
+
+    def tool_runs(
+        self,
+        *,
+        tool: str | None = None,
+        file: str | None = None,
+        failed: bool = False,
+        session: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        limit: int = 30,
+    ) -> list[Event]:
+        """Tool calls, newest first, by tool name, by file and/or failed only (post-tool-use-hook §8.1)."""
+        check_limit(limit, MAX_LIMIT_LISTED)
+        tools = check_tool_filters(tool, file, failed)
+        if not tools:
+            raise InputError("say which tool runs: give a tool name, a file, or ask for failed runs")
+        return self.store.history(**_filters({"session": session or None, "since": since, "until": until}),
+                                  limit=limit, **tools)  # fmt: skip
+
+    # ---- browsing (the dashboard) ----------------------------------------------------------------
+
+    def page(
+        self,
+        *,
+        after: tuple[str, int] | None = None,
+        limit: int = 50,
+        oldest_first: bool = False,
+        **filters: Any,
+    ) -> list[Event]:
+        """One page of events by time, past the cursor ``after`` = (ts, seq) of the last one shown."""
+        check_limit(limit)
+        return self.store.page(after=after, limit=limit, oldest_first=oldest_first, **_filters(filters))
+
+    def count(self, **filters: Any) -> int:
+        """How many events match the filters (counted up to ``store.browse.COUNT_CAP`` + 1 when filtered)."""
+        return self.store.count_events(**_filters(filters))
+
+    def after_seq(self, seq: int, types: Sequence[str] | None = None, limit: int = 200) -> list[Event]:
+        """Events stored after ``seq``, oldest first: what a live view has not shown yet."""
+        check_types(types)
+        return self.store.after_seq(seq, types=list(types or ()) or None, limit=limit)
+
+    def latest_seq(self) -> int:
+        return self.store.latest_seq()
+
+    def sessions_page(self, page: int = 1, page_size: int = 20) -> tuple[list[dict[str, Any]], int]:
+        """Sessions newest first, one page (1-based), and the total."""
+        if isinstance(page, bool) or not isinstance(page, int) or page < 1:
+            raise InputError(f"page must be a whole number from 1, got {page!r}")
+        check_limit(page_size)
+        return self.store.sessions_page((page - 1) * page_size, page_size)
+
+    def session(self, session_id: str) -> dict[str, Any]:
+        """A session's row with its events counted by type; NotFoundError when there is none."""
+        row = self.store.session(session_id)
+        if row is None:
+            raise NotFoundError(f"no session '{session_id}' in project {self.project.id}")
+        row["by_type"] = self.store.session_type_counts(session_id)
+        return row
+
+    def daily(self, days: int = 30) -> list[dict[str, Any]]:
+        """Events and active sessions per UTC day over the last ``days`` days (days without events included)."""
+        from datetime import UTC, datetime, timedelta
+
+        check_limit(days, 366)
+        today = datetime.now(UTC).date()
+        first = today - timedelta(days=days - 1)
+        found = {d: (n, s) for d, n, s in self.store.daily_counts(first.isoformat())}
+        out = []
+        for i in range(days):
+            day = (first + timedelta(days=i)).isoformat()
+            n, s = found.get(day, (0, 0))
+            out.append({"date": day, "eventCount": n, "sessionCount": s})
+        return out
+
+    def health(self) -> dict[str, Any]:
+        """``stats`` plus what the dashboard charts: outbox health, injection rate, redactions by kind and
+        the size on disk of the store and its vectors."""
+        out = self.stats()
+        out["outbox_health"] = self.store.outbox_health()
+        out["injection"] = self.store.injection_counts()
+        # What was removed, by kind: at capture (the events' privacy stamps, summed by ``stats``), and each secret
+        # kind a later ``memlane privacy scan --redact`` found.
+        out["redactions"] = {
+            "private section": out["privacy"]["private_sections"],
+            "secret (at capture)": out["privacy"]["secrets_redacted"],
+            **{f"{k} (scan)": n for k, n in self.store.scan_redaction_kinds().items()},
+        }
+        out["vectors_bytes"] = _tree_bytes(paths.vectors_dir(self.project.id))
+        return out
+
+    def injections(self, limit: int = 20, session: str | None = None) -> list[tuple[Event, dict[str, Any]]]:
+        """The latest prompts with what was injected for each (``metadata["injection"]``: mode, full, index,
+        left_out); a prompt without that record comes with an empty dict ("nothing recorded")."""
+        check_limit(limit)
+        prompts = self.store.history(session=session or None, types=["user_prompt"], limit=limit)
+        out = []
+        for event in prompts:
+            record = event.metadata.get("injection")
+            out.append((event, record if isinstance(record, dict) else {}))
+        return out
+
+    def injected_into(self, ref: str, limit: int = 20) -> list[Event]:
+        """Prompts whose recorded injection included this memory, newest first."""
+        check_limit(limit)
+        return self.store.prompts_injecting(self.get(ref).cite, limit)
+
+    def count_matches(self, query: str) -> int:
+        """Events holding every word of ``query`` (up to ``store.browse.COUNT_CAP`` + 1): a search's total."""
+        from memlane.store.fulltext import parse_query
+
+        words, trigrams, _short = parse_query(check_query(query))
+        return self.store.count_matches(words, trigrams)
 
     # ---- knowledge (entries, tasks, resolutions: memlane.knowledge) ---------------------------
 
@@ -238,8 +421,20 @@ class Memory:
         selector = _forget_selector(selector)
         targets = self.forget_preview(**selector)
         scope, value = _describe(selector)
-        count = self.store.forget(targets, scope, value)
-        self.reset_derived()
+        return self.purge(targets, scope, value)
+
+    def purge(
+        self, targets: Sequence[tuple[str, str]], scope: str, selector: str, *, keep_derived: bool = False
+    ) -> int:
+        """Purge ``(event id, type)`` pairs for good — events, full text, outbox, vectors and the preferences
+        learned from purged prompts — with one tombstone (``scope``/``selector`` say why, never what).
+
+        What the knowledge model derived from them goes too (``reset_derived``: projected again from what is
+        left), unless ``keep_derived`` (pruning for size, not privacy: the rows of each purged event go with it by
+        ``ON DELETE CASCADE``, and the rest stays instead of being projected again every time)."""
+        count = self.store.forget(targets, scope, selector)
+        if not keep_derived:
+            self.reset_derived()
         self._forget_vectors([t[0] for t in targets])
         if any(kind == "user_prompt" for _, kind in targets):
             self._forget_preferences()
@@ -307,6 +502,26 @@ def check_types(types: Sequence[str] | None) -> None:
             raise InputError(f"unknown event type '{t}' (one of: {', '.join(EVENT_TYPES)})")
 
 
+def check_tool_filters(
+    tool: object = None, file: object = None, failed: object = False, types: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """The tool-history filters that are set, checked (empty when none is)."""
+    out: dict[str, Any] = {}
+    for name, value in (("tool", tool), ("file", file)):
+        if value is None or value == "":
+            continue
+        if not isinstance(value, str) or not value.strip() or len(value) > 1000 or "\0" in value:
+            raise InputError(f"{name} must be a non-empty name of at most 1000 characters, got {str(value)[:60]!r}")
+        out[name] = value.strip()
+    if not isinstance(failed, bool):
+        raise InputError(f"failed must be true or false, got {failed!r}")
+    if failed:
+        out["failed"] = True
+    if out and types and "tool_observation" not in types:
+        raise InputError("tool, file and failed select tool calls: add the type tool_observation or leave types out")
+    return out
+
+
 def check_limit(limit: object, high: int = MAX_LIMIT) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= high:
         raise InputError(f"limit must be a whole number from 1 to {high}, got {limit!r}")
@@ -324,10 +539,14 @@ def _filters(filters: dict[str, Any]) -> dict[str, Any]:
 
 
 def _forget_selector(selector: dict[str, Any]) -> dict[str, Any]:
-    """``before`` as a stored timestamp: "7d" compared as a string would select every event."""
-    if selector.get("before"):
-        return {**selector, "before": moments.parse(selector["before"], "before")}
-    return selector
+    """``before``/``since``/``until`` as stored timestamps: "7d" compared as a string would select every event."""
+    out = dict(selector)
+    for bound in ("before", "since", "until"):
+        if out.get(bound):
+            out[bound] = moments.parse(out[bound], bound)
+    if out.get("since") and out.get("until") and out["since"] >= out["until"]:
+        raise InputError("since must be earlier than until")
+    return out
 
 
 def _describe(selector: dict[str, Any]) -> tuple[str, str]:
@@ -337,7 +556,20 @@ def _describe(selector: dict[str, Any]) -> tuple[str, str]:
         return "event", ",".join(selector["ids"])
     if selector.get("session"):
         return "session", str(selector["session"])
+    if selector.get("since") or selector.get("until"):
+        return "range", f"{selector.get('since') or ''}..{selector.get('until') or ''}"
     return "before", str(selector.get("before"))
+
+
+def _tree_bytes(root: os.PathLike[str] | str) -> int:
+    total = 0
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(folder, name))
+            except OSError:
+                pass
+    return total
 
 
 def _markdown(event: Event) -> str:

@@ -197,6 +197,7 @@ def test_migrations_apply_by_number_not_by_the_highest(tmp_path: Path) -> None:
 def test_the_daemon_projection_job_projects_every_project(tmp_path: Path) -> None:
     from memlane import config
     from memlane.daemon.embed_worker import Gate, Worker
+    from memlane.daemon.jobs import default_jobs
     from memlane.memory import Memory
 
     stop = threading.Event()
@@ -207,7 +208,8 @@ def test_the_daemon_projection_job_projects_every_project(tmp_path: Path) -> Non
         roots.append(root)
         with Memory.open(root) as mem:
             Log(mem.store).prompt(f"- [ ] task of project {name}")
-    worker = Worker(config.load(), None, Gate(), stop, lambda: None)
+    gate = Gate()
+    worker = Worker(config.load(), None, gate, stop, lambda: None, jobs=default_jobs(config.load(), gate, stop))
     assert [job.name for job in worker.jobs] == ["projection"]
     assert worker.step() == 2, "no model: the jobs run anyway"
     assert worker.step() == 0

@@ -102,7 +102,15 @@ def hits_context(hits: Sequence[Any], cfg: Config, current: str = "", context: P
             f"- [{event.cite}] ({hit.confidence}, {hit.score:.2f}) {day}{origin} "
             f"{event.type.replace('_', ' ')}: {one_line(event.content, 240)}"
         )
-    return compose("prompt_injection", cfg, context, lines, HEADER)
+    others = {h.event.project_id for h in hits} - {current} if current else set()
+    return compose("prompt_injection", cfg, context, lines, header_for(len(others)))
+
+
+def header_for(other_projects: int) -> str:
+    """The injection's first line: says so when memories of other projects are in it (retrieval.cross_project)."""
+    if not other_projects:
+        return HEADER
+    return HEADER.replace("in this project", f"in this project and {other_projects} other project(s)")
 
 
 def prompt_context(

@@ -120,14 +120,16 @@ def status(ctx: click.Context, as_json: bool) -> None:
     installed = {s: inst.installed_events(inst.settings_path(cast(inst.Scope, s), root)) for s in SCOPES}
     db = proj.db_path
     events = None
+    queue: dict[str, Any] | None = None
     if db.exists():
         events = peek.count_events(db)
+        queue = _queue(db)
     data: dict[str, Any] = {
         "version": __import__("memlane").__version__,
         "data_dir": str(paths.home()),
         "data_bytes": _dir_size(paths.home()),
         "projects": len(project.known_projects()),
-        "project": {"id": proj.id, "root": str(proj.root), "db": str(db), "events": events},
+        "project": {"id": proj.id, "root": str(proj.root), "db": str(db), "events": events, "outbox": queue},
         "hooks": {s: sorted(v) for s, v in installed.items()},
         "spooled_files": len(spool.pending()),
         "logs": str(paths.logs_dir()),
@@ -142,10 +144,17 @@ def status(ctx: click.Context, as_json: bool) -> None:
             *_setup_rows(data),
             ("data", f"{data['data_dir']} ({render.human_bytes(data['data_bytes'])}, {data['projects']} project(s))"),
             ("this project", f"{proj.id} — {events if events is not None else 'no'} event(s)"),
+            *([("embedding queue", render.queue_line(queue))] if queue is not None else []),
             ("spool", f"{data['spooled_files']} file(s) waiting" if data["spooled_files"] else "empty"),
             ("logs", data["logs"]),
         ]
     )
+
+
+def _queue(db: Path) -> dict[str, Any] | None:
+    from memlane.store.outbox import metrics_of
+
+    return metrics_of(db)
 
 
 def _setup(root: Path) -> dict[str, Any]:
@@ -236,6 +245,7 @@ def _checks(root: Path) -> list[Check]:
                 )
             )
     out.extend(_store_checks())
+    out.extend(_outbox_checks())
     out.extend(_language_check())
     out.extend(_setup_checks(root))
     out.append(_spool_check())
@@ -369,6 +379,28 @@ def _store_checks() -> list[Check]:
     for path in _store_files():
         found = diagnose(str(path))
         out.append(Check(f"store {path.parent.name}", found.ok, found.detail, "memlane doctor --repair"))
+    return out
+
+
+def _outbox_checks() -> list[Check]:
+    """Failed embedding jobs (vector-outbox-v2 §9.2): their events are searched by full text only. A few are a
+    warning, ``FAILED_ALERT`` or more a failure."""
+    from memlane.store.outbox import FAILED_ALERT, metrics_of
+
+    out = []
+    for path in _store_files():
+        q = metrics_of(path)
+        if q is None or "error" in q or not q["failed"]:
+            continue  # an unreadable store is the store check's to report
+        out.append(
+            Check(
+                f"embedding queue {path.parent.name}",
+                False,
+                f"{q['failed']} embedding job(s) failed: those events have no vectors and are found by words only",
+                "memlane vectors status (why) and memlane vectors retry; memlane daemon logs",
+                warn=q["failed"] < FAILED_ALERT,
+            )
+        )
     return out
 
 

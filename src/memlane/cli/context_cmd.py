@@ -22,7 +22,7 @@ from memlane.context import rules
 from memlane.context.compose import PERSISTENT_TITLE, TASKS, VOLATILE_TITLE, PromptComposer, serialize
 from memlane.context.scope import ContextScope, PersistenceKind
 from memlane.context.service import AppContextService, PromptContext, RefreshTrigger, normalize
-from memlane.context.store import project_store
+from memlane.context.store import check_layer, layer_names, layer_store, project_store
 from memlane.memory import Memory
 
 DAEMON_DEADLINE_MS = 1500
@@ -115,10 +115,13 @@ def _parse_value(raw: str, as_json: bool) -> Any:
         raise click.BadParameter(f"not JSON: {exc}", param_hint="VALUE") from exc
 
 
-def _change(ctx: click.Context, key: str, value: Any, persistent: bool) -> dict[str, Any]:
+def _change(ctx: click.Context, key: str, value: Any, persistent: bool, layer: str | None = None) -> dict[str, Any]:
     cfg = config.load()
     proj = _project(ctx)
     applied = normalize(proj.root_str, {key: value}, cfg)  # a ContextError becomes one line in cli.main.Group
+    if layer is not None:
+        layer_store(proj.id, layer).put_all(applied)  # the Layer scope: persistent, one file per layer
+        return {"store": f"layer {layer}", "applied": applied}
     if persistent:
         if rules.owned(key):
             raise click.ClickException(f"{key} comes from the project's files; edit the file instead")
@@ -129,15 +132,23 @@ def _change(ctx: click.Context, key: str, value: Any, persistent: bool) -> dict[
     return {"store": "volatile", "applied": applied, "daemon": sent}
 
 
+LAYER_OPTION = click.option(
+    "--layer", metavar="NAME", help="The Layer scope: this layer's own persistent store (see `context layers`)."
+)
+
+
 @context_group.command("set")
 @click.argument("key")
 @click.argument("value")
 @click.option("--persistent", is_flag=True, help="A persistent user key (e.g. preferences) instead of volatile.")
+@LAYER_OPTION
 @click.option("--json", "as_json", is_flag=True, help="VALUE is JSON (a list, an object, a number).")
 @click.pass_context
-def set_(ctx: click.Context, key: str, value: str, persistent: bool, as_json: bool) -> None:
+def set_(ctx: click.Context, key: str, value: str, persistent: bool, layer: str | None, as_json: bool) -> None:
     """Set KEY to VALUE ('-' reads stdin). Paths (currentFile…) are relative to the project root."""
-    result = _change(ctx, key, _parse_value(value, as_json), persistent)
+    if layer is not None and persistent:
+        raise click.UsageError("--layer and --persistent are two different stores: give one")
+    result = _change(ctx, key, _parse_value(value, as_json), persistent, layer)
     shown = result["applied"][key]
     where = result["store"] + (" (and the running daemon)" if result.get("daemon") else "")
     click.echo(f"{key} = {json.dumps(shown, ensure_ascii=False)[:200]}  [{where}]")
@@ -146,11 +157,37 @@ def set_(ctx: click.Context, key: str, value: str, persistent: bool, as_json: bo
 @context_group.command("unset")
 @click.argument("key")
 @click.option("--persistent", is_flag=True, help="Remove a persistent user key instead of a volatile one.")
+@LAYER_OPTION
 @click.pass_context
-def unset(ctx: click.Context, key: str, persistent: bool) -> None:
+def unset(ctx: click.Context, key: str, persistent: bool, layer: str | None) -> None:
     """Remove KEY."""
-    result = _change(ctx, key, None, persistent)
+    if layer is not None and persistent:
+        raise click.UsageError("--layer and --persistent are two different stores: give one")
+    result = _change(ctx, key, None, persistent, layer)
     click.echo(f"{key} removed [{result['store']}]")
+
+
+@context_group.command("layers")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
+@click.pass_context
+def layers(ctx: click.Context, as_json: bool) -> None:
+    """The project's layers (seed 002's Layer scope) and their entries.
+
+    A layer is a node of a larger pipeline — an agent, a stage, a tool — with standing context of its own:
+    `memlane context set --layer reviewer checklist "…"`, then `memlane context compose -t llm_task
+    --layer reviewer` (or "layer" in POST /api/context/compose) puts its entries in the persistent block.
+    """
+    proj = _project(ctx)
+    found = {name: layer_store(proj.id, name).snapshot() for name in layer_names(proj.id)}
+    if as_json:
+        render.emit_json(found)
+    elif not found:
+        click.echo("No layers yet: `memlane context set --layer NAME KEY VALUE` makes one.")
+    else:
+        limit = config.load().context.max_value_chars
+        for name, entries in found.items():
+            click.echo(f"## layer {name}")
+            click.echo(serialize(entries, limit) if entries else "(empty)")
 
 
 @context_group.command("learn")
@@ -186,6 +223,7 @@ def learn(ctx: click.Context, as_json: bool) -> None:
 @click.option("--header", default="", help="A first line above the blocks.")
 @click.option("--max-chars", type=click.IntRange(1, 100_000), help="Total budget (default: the task's).")
 @click.option("--session", "-s", help="Include this session's scope (files touched).")
+@LAYER_OPTION
 @click.option("--json", "as_json", is_flag=True, help="The composition with per-block details, as JSON.")
 @click.pass_context
 def compose(
@@ -196,12 +234,14 @@ def compose(
     header: str,
     max_chars: int | None,
     session: str | None,
+    layer: str | None,
     as_json: bool,
 ) -> None:
     """Print the prompt composed for a task type: persistent + volatile blocks + body."""
     cfg = config.load()
     proj = _project(ctx)
     snap, _source = _context(proj, cfg, session)
+    snap.with_layer(proj.id, check_layer(layer) if layer is not None else None)
     if body is None and task_type in ("session_start", "prompt_injection", "mcp_context_pack"):
         text = _native(task_type, proj, cfg, snap, prompt or "", max_chars)
         if as_json:

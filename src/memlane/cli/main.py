@@ -16,12 +16,13 @@ from typing import Any
 
 import click
 
-from memlane import __version__, atomic, paths, project
+from memlane import __version__, atomic, config, paths, project
 from memlane.cli import (
     admin,
     config_cmd,
     context_cmd,
     daemon_cmd,
+    dashboard_cmd,
     importer,
     knowledge_cmd,
     mcp_cmd,
@@ -86,9 +87,21 @@ def cli(ctx: click.Context, cwd: str | None, project_id: str | None) -> None:
     """memlane — local-first memory for AI coding agents."""
     if cwd is not None and not os.path.isdir(cwd):
         raise click.ClickException(f"-C {cwd}: no such folder")
+    _read_storage_path()
     ctx.obj = Ctx(cwd, project_id)
     if ctx.invoked_subcommand is None:  # a bare `memlane` is a request for help, not a usage error
         click.echo(ctx.get_help())
+
+
+def _read_storage_path() -> None:
+    """``storage.path`` moves the project stores (``paths.projects_root``): read the config before any command
+    touches one. Nothing is created; a broken config is left for the command that needs it to report."""
+    if not os.path.exists(os.path.join(paths.home_path(), "config.toml")):
+        return
+    try:
+        config.load()
+    except config.ConfigError:
+        pass
 
 
 # ---- reading -----------------------------------------------------------------------------------
@@ -131,11 +144,13 @@ def history(
 def show(obj: Ctx, ref: str, as_json: bool) -> None:
     """One event in full, by citation (mem:abc123) or id."""
     with obj.memory(create=False) as mem:
-        event = mem.get(ref)
-        knowledge_cmd.catch_up(mem, quiet=True)
-        info = mem.supersession(event.id)
+        event = mem.find(ref)  # with retrieval.cross_project on, another project's citation opens too
+        info: dict[str, Any] = {}
+        if event.project_id == mem.project.id:  # what replaced it (the knowledge model), brought up to date
+            knowledge_cmd.catch_up(mem, quiet=True)
+            info = mem.supersession(event.id)
         if as_json:
-            render.emit_json({**event.as_dict(), "supersession": info})
+            render.emit_json({**event.as_dict(), **({"supersession": info} if info else {})})
             return
         render.kv_table(
             [
@@ -172,12 +187,15 @@ def timeline(obj: Ctx, ref: str, before: int, after: int, as_json: bool) -> None
 
 
 @cli.command()
-@click.argument("query", nargs=-1, required=True)
+@click.argument("query", nargs=-1)
 @click.option("--limit", "-n", default=10, show_default=True, type=click.IntRange(1, 200), help="At most this many.")
 @click.option("--session", "-s", help="Only this session id.")
 @click.option("--type", "-t", "types", multiple=True, type=EVENT_TYPE, help="Event type (repeatable).")
 @click.option("--since", type=WHEN, help="From this time (2026-11-01, 7d, 12h).")
 @click.option("--until", type=WHEN, help="Before this time.")
+@click.option("--tool", metavar="NAME", help="Only tool calls of this tool (Bash, Edit, Read, …).")
+@click.option("--file", "file", metavar="PATH", help="Only tool calls that read, wrote or named this file (or a part).")
+@click.option("--failed", is_flag=True, help="Only tool calls that failed (non-zero exit, tool error).")
 @click.option(
     "--disclosure",
     "-d",
@@ -185,7 +203,7 @@ def timeline(obj: Ctx, ref: str, before: int, after: int, as_json: bool) -> None
     default="index",
     show_default=True,
     help="index: one line each; timeline: + session neighbours; full: everything; "
-    "smart: full detail only for high-confidence results.",
+    "smart: full detail for a clear winner, timelines when several match equally.",
 )
 @click.option("--budget", default=2000, show_default=True, type=click.IntRange(100, 100000), help="Token budget.")
 @click.option("--text-only", is_flag=True, help="Full-text only (no embedding model, instant).")
@@ -199,15 +217,26 @@ def search(
     types: tuple[str, ...],
     since: str | None,
     until: str | None,
+    tool: str | None,
+    file: str | None,
+    failed: bool,
     disclosure: str,
     budget: int,
     text_only: bool,
     as_json: bool,
 ) -> None:
-    """Search memory by meaning and words (hybrid: BM25 + vectors + recency)."""
-    from memlane.retrieval.disclosure import disclose
+    """Search memory by meaning and words (hybrid: BM25 + vectors + recency).
+
+    With --tool, --file or --failed the QUERY may be left out: tool calls are then listed newest first.
+    """
+    from memlane.memory import check_tool_filters
+    from memlane.retrieval.disclosure import disclose, mark_superseded
     from memlane.retrieval.engine import Engine
 
+    tools = check_tool_filters(tool, file, failed, list(types))
+    if not query and tools:
+        _tool_runs(obj, tools, session, since, until, limit, as_json)
+        return
     text = check_query(" ".join(query))  # refused even where no store exists yet (reading() answers "empty")
     with obj.reading(as_json) as mem:
         if mem is None:
@@ -217,15 +246,54 @@ def search(
         # The daemon's warm model answers when it is up: no model load in this process.
         engine = Engine(mem.config, vectors=not text_only, via_daemon=True)
         hits = mem.search(
-            text, limit=limit, session=session, types=list(types), since=since, until=until, engine=engine
+            text, limit=limit, session=session, types=list(types), since=since, until=until, engine=engine, **tools
         )
-        rows = disclose(mem.store, hits, disclosure, budget)
+        shown = disclose(hits, disclosure, budget, mem.neighbours, mem.config.retrieval)
+        mark_superseded(mem.store, shown.rows)  # what replaced a result (the knowledge model), said in its row
+        others = {h.event.project_id for h in hits} - {mem.project.id}
+        where = mem.project.name + (f" and {len(others)} other project(s)" if others else "")
     if as_json:
-        render.emit_json(rows)
-    elif not rows:
+        render.emit_json(shown.rows)
+    elif not shown.rows:
         render.console.print(f"Nothing found for '{text}'.")
     else:
-        render.search_results(rows, text)
+        render.search_results(shown.rows, text)
+        if disclosure == "smart" or shown.meta["shown"] < shown.meta["matches"] or others:
+            render.err_console.print(_disclosure_note(shown.meta, where), markup=False)
+
+
+def _disclosure_note(meta: dict[str, Any], where: str) -> str:
+    """One line on stderr: where the results come from and what the layer and budget did."""
+    parts = [f"from {where}"]
+    if meta["layer"] == "smart":
+        parts.append(f"smart: {meta['expansion'].replace('_', ' ')}, {meta['expanded']} expanded")
+    if meta["shown"] < meta["matches"]:
+        parts.append(f"{meta['shown']} of {meta['matches']} shown within the budget")
+    parts.append(f"~{meta['estimated_tokens']} of {meta['budget_tokens']} tokens")
+    return "; ".join(parts)
+
+
+def _tool_runs(
+    obj: Ctx,
+    tools: dict[str, Any],
+    session: str | None,
+    since: str | None,
+    until: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """``search --failed`` / ``--tool`` / ``--file`` without a query: the tool calls, newest first."""
+    with obj.reading(as_json) as mem:
+        if mem is None:
+            return
+        events = mem.tool_runs(session=session, since=since, until=until, limit=limit, **tools)
+    if as_json:
+        render.emit_json([e.as_dict() for e in events])
+    elif not events:
+        render.console.print("No tool calls match.")
+    else:
+        what = ", ".join(f"{k} {v}" if k != "failed" else "failed" for k, v in tools.items())
+        render.events_table(events, title=f"tool calls ({what}) — {len(events)}, newest first")
 
 
 def _warn_unembedded(mem: Memory) -> None:
@@ -279,7 +347,9 @@ def stats(obj: Ctx, as_json: bool) -> None:
         (
             "privacy",
             f"{p['private_sections']} private section(s), {p['secrets_redacted']} secret(s) redacted, "
-            f"{p['chars_filtered']} chars filtered in {p['events_filtered']} event(s)",
+            f"{p['chars_filtered']} chars filtered in {p['events_filtered']} event(s)"
+            + (f", {p['unclosed_tags']} unclosed private tag(s) left unfiltered" if p.get("unclosed_tags") else "")
+            + (f", {p['anonymized']} anonymized" if p.get("anonymized") else ""),
         ),
         ("outbox", ", ".join(f"{k} {v}" for k, v in data["outbox"].items()) or "empty"),
         ("forgotten", f"{data['tombstones']} forget operation(s)"),
@@ -361,6 +431,26 @@ def forget(
         render.console.print(f"Forgot {count} event(s).")
 
 
+@cli.command()
+@click.option("--max-mb", type=click.IntRange(1, 10_000_000), help="The cap (default: storage.max_size_mb).")
+@json_option
+@pass_ctx
+def prune(obj: Ctx, max_mb: int | None, as_json: bool) -> None:
+    """Bring the store under its size cap now: the oldest low-value events go first (the daemon does this
+    on its own when storage.max_size_mb is set). Protected and recent events stay (docs/retention.md)."""
+    from memlane import retention
+
+    with obj.memory(create=False) as mem:
+        cap = max_mb if max_mb is not None else mem.config.storage.max_size_mb
+        if not cap:
+            raise click.ClickException("no size cap: set storage.max_size_mb (memlane config set) or pass --max-mb")
+        report = retention.prune(mem, cap * 1024 * 1024)
+    if as_json:
+        render.emit_json(report.as_dict())
+    else:
+        render.console.print(report.line(), markup=False)
+
+
 # ---- projects, config --------------------------------------------------------------------------
 
 
@@ -424,6 +514,7 @@ for _command in (
     config_cmd.config_group,
     daemon_cmd.serve,
     daemon_cmd.daemon_group,
+    dashboard_cmd.dashboard,
     admin.install,
     admin.uninstall,
     admin.status,

@@ -182,6 +182,18 @@ def _search_extras(rows: Sequence[dict[str, Any]]) -> None:
             console.print(row["detail"]["content"], markup=False)
 
 
+def queue_line(q: dict[str, Any]) -> str:
+    """The embedding outbox in one line (vector-outbox-v2 §9): waiting, failed (with what to do), average time."""
+    if "error" in q:
+        return f"unreadable ({q['error']})"
+    parts = [f"{q['pending'] + q['processing']} waiting"]
+    if q["failed"]:
+        parts.append(f"{q['failed']} FAILED (memlane vectors status; memlane vectors retry)")
+    if q["avg_ms"] is not None:
+        parts.append(f"avg {q['avg_ms'] / 1000:.1f} s queued → embedded over {q['done']} done")
+    return ", ".join(parts)
+
+
 def supersession_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
     """``memlane show``'s lines for what replaced a memory, what replaces it now and what it replaced."""
     rows: list[tuple[str, str]] = []

@@ -144,6 +144,8 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
             ("vectors", data.get("vectors")),
             ("ANN index", data.get("indexed")),
             ("outbox", ", ".join(f"{k} {v}" for k, v in data["outbox"].items()) or "empty"),
+            ("queue", render.queue_line(data["queue"])),
+            ("last embedded", data["queue"]["last_done_at"] or "-"),
             *(("failed because", e) for e in data["failed_errors"]),
         ]
     )

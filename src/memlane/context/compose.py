@@ -520,9 +520,13 @@ class PromptComposer:
             if key.startswith("rules/"):
                 base = next((r for r in rule_order if key == r or key.startswith(r + "/")), None)
                 return (3, rule_order[base] if base is not None else len(rule_order), index)
+            if key.startswith("layer/"):
+                return (1, 1, index)
             return (1, 0, index)  # what the user set by hand comes right after preferences
 
         items = [(k, v) for k, v in snap.persistent.items() if k not in hidden]
+        # The Layer scope's entries, when the composition names a layer: after what the user set by hand.
+        items += [(f"layer/{snap.layer_name}/{k}", v) for k, v in snap.layer.items()]
         return [kv for _, kv in sorted(enumerate(items), key=rank)]
 
     def _volatile(self, spec: TaskSpec, snap: PromptContext) -> list[tuple[str, Any]]:

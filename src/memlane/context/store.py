@@ -13,7 +13,7 @@ import os
 from _thread import allocate_lock
 
 from memlane import atomic, paths
-from memlane.context.scope import ContextScope, PersistenceKind
+from memlane.context.scope import ContextError, ContextScope, PersistenceKind
 from memlane.filelock import FileLock
 
 TYPE_CHECKING = False
@@ -188,8 +188,42 @@ class FileContextStore(ContextStore):
 
 def store_path(project_id: str, scope: ContextScope, kind: PersistenceKind) -> str:
     """``<data dir>/projects/<id>/context/<scope>-<kind>.json`` — one file per persistent store."""
-    return paths.join("projects", project_id, "context", f"{scope.value}-{kind.value}.json")
+    return paths.project_join(project_id, "context", f"{scope.value}-{kind.value}.json")
 
 
 def project_store(project_id: str, scope: ContextScope, kind: PersistenceKind) -> FileContextStore:
     return FileContextStore(store_path(project_id, scope, kind), scope, kind)
+
+
+# ---- the Layer scope: one persistent store per named layer -----------------------------------------
+
+LAYER_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"  # a file name part: no separators, no leading dot
+
+
+def check_layer(name: object) -> str:
+    """A layer name, or a ``ContextError`` saying what one may be."""
+    import re
+
+    if not isinstance(name, str) or not re.fullmatch(LAYER_NAME, name):
+        raise ContextError(
+            f"layer name {str(name)[:80]!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+    return name
+
+
+def layer_store(project_id: str, name: str) -> FileContextStore:
+    """``<project>/context/layer-<name>.json``: what one layer of a pipeline (seed 002's Layer scope: a node's
+    description and arguments, a subagent's standing instructions) carries into every composition naming it."""
+    path = paths.project_join(project_id, "context", f"{ContextScope.LAYER.value}-{check_layer(name)}.json")
+    return FileContextStore(path, ContextScope.LAYER, PersistenceKind.PERSISTENT)
+
+
+def layer_names(project_id: str) -> list[str]:
+    """The project's layers that have a store, sorted."""
+    folder = paths.project_join(project_id, "context")
+    prefix = f"{ContextScope.LAYER.value}-"
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(n[len(prefix) : -len(".json")] for n in names if n.startswith(prefix) and n.endswith(".json"))

@@ -33,7 +33,7 @@ from memlane.logs import log
 
 if TYPE_CHECKING:
     from memlane.config import Config
-    from memlane.daemon.jobs import Job
+    from memlane.daemon.jobs import ProjectJob, Upkeep
     from memlane.embed import Embedder
 
 STEP = 32  # events per project per step: the outbox lock is re-taken between steps, projects take turns
@@ -222,10 +222,9 @@ class Worker:
         stop: threading.Event,
         touch: Callable[[], None],
         state: dict[str, Any] | None = None,
-        jobs: list[Job] | None = None,
+        jobs: list[ProjectJob] | None = None,
+        upkeep: Upkeep | None = None,
     ) -> None:
-        from memlane.daemon.jobs import default_jobs
-
         self.cfg = cfg
         self.stop = stop
         self.touch = touch
@@ -235,7 +234,8 @@ class Worker:
         self.embedder = (
             BackgroundEmbedder(embedder, gate, stop, self._slice, self.niced) if embedder is not None else None
         )
-        self.jobs = jobs if jobs is not None else default_jobs(cfg, gate, stop)
+        self.jobs = jobs or []  # daemon/jobs.default_jobs: per project, every round
+        self.upkeep = upkeep  # daemon/jobs.Upkeep: pruning, outbox cleanup, when due
         self.state: dict[str, Any] = state if state is not None else {}
         self.state.update(processed=0, last_error=None, busy=False, thread=None)
         self.state["jobs"] = {job.name: {"done": 0, "last_error": None} for job in self.jobs}
@@ -324,6 +324,10 @@ class Worker:
         while not self.stop.is_set():
             try:
                 done = self.step()
+                if self.upkeep is not None:
+                    self.upkeep.run_due()
+            except Stopping:
+                break
             except Exception as exc:  # noqa: BLE001 - e.g. the projects registry unreadable: say so, try again later
                 self.error(repr(exc))
                 done = 0

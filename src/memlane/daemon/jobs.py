@@ -1,29 +1,45 @@
-"""The daemon's background jobs: small classes that the worker thread's one loop (``embed_worker.Worker``) runs
-for each known project in turn, after embedding that project's outbox.
+"""The daemon's background jobs, all run by its one loop (``embed_worker.Worker``, a thread of the daemon).
 
-A job does a bounded piece of work per call (``step``) and says how much it did; the loop sleeps 50 ms after a
-round with work and 2 s after an idle one, and the daemon does not go idle while a round finds work. Jobs never
-run on a hook's path. Between slices of work a job waits while a request is in flight (``Gate``), as the
-embedding does, so a hook's search is not queued behind it.
+Two kinds:
 
-Adding one (the learning loop's graduation, endless mode's consolidation, team sync): subclass ``Job``, give it a
-``name`` and a ``step``, and return it from ``default_jobs`` below. ``/api/health`` reports each job's counts.
+- **per project, every round** (``ProjectJob``): a bounded slice of work for one project (``step(mem) -> int``,
+  how much it did), run for every known project after that project's embedding step. ``ProjectionJob`` keeps
+  the derived tables (``memlane/derived.py``: the knowledge model, and what other features register there) up
+  to date with the event log. The loop sleeps 50 ms after a round with work and 2 s after an idle one, and the
+  daemon does not go idle while a round finds work.
+- **upkeep, when due** (``Job``: a ``name``, an ``interval_s`` and ``run(cfg) -> str | None``, a line for the log
+  when it did something): ``PruneStores`` keeps every project's store within ``storage.max_size_mb``
+  (``memlane.retention``); ``CleanOutbox`` removes embedding jobs done more than ``DONE_KEPT_DAYS`` ago
+  (vector-outbox-v2 §9.3). ``Upkeep`` decides which are due; the loop asks it once a round, the first time a
+  minute after start (the model warms and the backlog gets embedded first).
+
+Every job waits, before each slice, while a request is in flight (``Gate``), as the embedding does: a hook's
+search is never queued behind it. None of them runs on a hook's path. ``/api/health`` reports each one.
+
+Adding one: a ``ProjectJob`` subclass returned by ``default_jobs``, or a ``Job`` subclass listed in ``JOBS``.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from memlane import config, project
+from memlane.daemon.embed_worker import Gate
+from memlane.logs import log
 
 if TYPE_CHECKING:
-    from memlane.config import Config
-    from memlane.daemon.embed_worker import Gate
     from memlane.memory import Memory
 
+FIRST_RUN_S = 60.0  # after start: the model warms and the backlog gets embedded first
 
-class Job:
-    """One kind of background work (see the module note)."""
+
+# ---- per project, every round ----------------------------------------------------------------------------------
+
+
+class ProjectJob:
+    """One kind of per-project background work (see the module note)."""
 
     name: ClassVar[str] = ""
 
@@ -41,9 +57,8 @@ class Job:
             self.gate.wait_quiet(self.stop)
 
 
-class ProjectionJob(Job):
-    """Keeps every project's derived tables (``memlane/derived.py``: the knowledge model, and whatever other
-    owners register there) up to date with its event log, a batch at a time."""
+class ProjectionJob(ProjectJob):
+    """Keeps every project's derived tables up to date with its event log, a batch at a time."""
 
     name = "projection"
     BATCH = 100  # events per transaction: a hook's write never waits long for it
@@ -65,7 +80,109 @@ class ProjectionJob(Job):
         return done
 
 
-def default_jobs(cfg: Config, gate: Gate | None = None, stop: threading.Event | None = None) -> list[Job]:
-    """The jobs the daemon runs, in order, for each project after its embedding step."""
+def default_jobs(cfg: config.Config, gate: Gate | None = None, stop: threading.Event | None = None) -> list[ProjectJob]:
+    """The per-project jobs the daemon runs, in order, for each project after its embedding step."""
     del cfg  # jobs read their settings from the project's config when they need any
     return [ProjectionJob(gate, stop)]
+
+
+# ---- upkeep, when due --------------------------------------------------------------------------------------------
+
+
+class Job:
+    """Upkeep over every project, run when ``interval_s`` has passed since its last run."""
+
+    name = ""
+    interval_s = 600.0
+
+    def run(self, cfg: config.Config) -> str | None:
+        raise NotImplementedError
+
+
+def _memories(cfg: config.Config) -> Any:
+    """Each registered project's memory that has a store (opened one at a time)."""
+    from memlane.memory import Memory
+
+    for entry in project.known_projects():
+        with Memory.open(project_id=str(entry.get("id")), cfg=cfg, create=None) as mem:
+            if not mem.store.ephemeral:
+                yield mem
+
+
+class PruneStores(Job):
+    name = "prune"
+    interval_s = 600.0
+
+    def run(self, cfg: config.Config) -> str | None:
+        if not cfg.storage.max_size_mb:
+            return None
+        from memlane import retention
+
+        done = []
+        for mem in _memories(cfg):
+            report = retention.prune(mem)
+            if report.pruned or report.reason:
+                done.append(f"{mem.project.id}: {report.line()}")
+        return "; ".join(done) or None
+
+
+class CleanOutbox(Job):
+    name = "outbox-cleanup"
+    interval_s = 3600.0
+
+    def run(self, cfg: config.Config) -> str | None:
+        from memlane.store.outbox import DONE_KEPT_DAYS
+
+        cutoff = time.strftime("%Y-%m-%dT%H:%M:%S.000Z", time.gmtime(time.time() - DONE_KEPT_DAYS * 86400))
+        removed = {mem.project.id: mem.store.outbox_cleanup_done(cutoff) for mem in _memories(cfg)}
+        removed = {k: v for k, v in removed.items() if v}
+        if not removed:
+            return None
+        return "removed done embedding jobs: " + ", ".join(f"{k} {v}" for k, v in removed.items())
+
+
+JOBS: list[type[Job]] = [PruneStores, CleanOutbox]
+
+
+class Upkeep:
+    """Which upkeep jobs are due, run by the daemon's loop (``run_due``); ``state`` (for /api/health) holds each
+    job's last run and result."""
+
+    def __init__(
+        self,
+        cfg: config.Config,
+        stop: threading.Event,
+        gate: Gate | None = None,
+        jobs: list[Job] | None = None,
+        state: dict[str, Any] | None = None,
+        first_run_s: float = 0.0,
+    ) -> None:
+        self.cfg = cfg
+        self.stop = stop
+        self.gate = gate
+        self.jobs = jobs if jobs is not None else [job() for job in JOBS]
+        self.state: dict[str, Any] = state if state is not None else {}
+        start = time.monotonic() + first_run_s if first_run_s else 0.0
+        self.due = {job.name: start for job in self.jobs}
+
+    def run_due(self, now: float | None = None) -> list[str]:
+        """Run every job whose time has come; the lines they logged."""
+        now = time.monotonic() if now is None else now
+        lines = []
+        for job in self.jobs:
+            if now < self.due[job.name] or self.stop.is_set():
+                continue
+            self.due[job.name] = now + job.interval_s
+            if self.gate is not None:
+                self.gate.wait_quiet(self.stop)
+            entry: dict[str, Any] = {"last_run": time.time(), "result": None, "error": None}
+            try:
+                entry["result"] = job.run(self.cfg)
+            except Exception as exc:  # noqa: BLE001 - one failing job must not stop the others or the daemon
+                entry["error"] = repr(exc)
+                log("daemon", "error", f"job {job.name} failed: {exc!r}")
+            self.state[job.name] = entry
+            if entry["result"]:
+                log("daemon", "info", f"job {job.name}: {entry['result']}")
+                lines.append(str(entry["result"]))
+        return lines

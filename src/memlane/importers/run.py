@@ -381,7 +381,10 @@ class Importer:
             mem.forget(ids=ids)
 
     def resummarize(self, mem: Memory, parsed: ParsedSession) -> None:
-        """One extractive summary per imported session, from all its events, replaced when the file grew."""
+        """One extractive summary per imported session, from all its events, replaced when the file grew
+        (unless ``features.session_summary`` is off)."""
+        if not self.cfg.features.session_summary:
+            return
         from memlane.capture.summary import refresh
 
         meta = {"cwd": parsed.cwd, "source": "extractive", "imported": parsed.source}

@@ -179,7 +179,9 @@ class Engine:
             if self.cfg.daemon.autostart:
                 self._start_daemon()  # warm for the next command; this one does not wait for it
             return None
-        body = {"project_id": memory.project.id, "query": query, **{k: v for k, v in filters.items() if v}}
+        # Other projects (cross_project) are asked for one by one by Memory.search, each with its own store.
+        body = {"project_id": memory.project.id, "query": query, "cross_project": False,
+                **{k: v for k, v in filters.items() if v}}  # fmt: skip
         if "types" in body:
             body["types"] = list(body["types"])
         # Generous: a daemon that has just started may still be loading the model (well under a second on the
@@ -234,6 +236,10 @@ class Engine:
                 while len(self._prepared) > PREPARED_KEEP:  # prompts never asked about (a hook that died)
                     self._prepared.pop(next(iter(self._prepared)))
         return True
+
+    def mode(self, memory: Memory, query: str) -> str:
+        """How a search for ``query`` is answered here: ``hybrid`` (words and vectors) or ``fts`` (words only)."""
+        return "hybrid" if self.vectors and self._vectors_for(memory, query) else "fts"
 
     def _vectors_for(self, memory: Memory, prompt: str) -> bool:
         """Whether a search for ``prompt`` uses the vector side (the rule ``Retriever.search`` follows)."""

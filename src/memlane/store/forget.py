@@ -5,6 +5,7 @@ the tombstone log. The only places events are not append-only; both scrub free p
 from __future__ import annotations
 
 import json
+import sqlite3
 
 from memlane.store import keys, schema
 from memlane.store.events import EventStore
@@ -13,6 +14,9 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Sequence
     from typing import Any
+
+
+READ_ONLY_TOOLS = ("Read", "Grep", "Glob", "LS", "WebFetch", "WebSearch", "NotebookRead", "BashOutput")
 
 
 class ForgetStore(EventStore):
@@ -26,9 +30,11 @@ class ForgetStore(EventStore):
         ids: Sequence[str] = (),
         session: str | None = None,
         before: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
         everything: bool = False,
     ) -> list[tuple[str, str]]:
-        """(id, type) of the events a forget would remove."""
+        """(id, type) of the events a forget would remove; ``since``/``until`` select a time range."""
         if everything:
             return [tuple(r) for r in self.db.execute("SELECT id, type FROM events")]
         if ids:
@@ -38,6 +44,9 @@ class ForgetStore(EventStore):
             return [tuple(r) for r in self.db.execute("SELECT id, type FROM events WHERE session_id = ?", (session,))]
         if before:
             return [tuple(r) for r in self.db.execute("SELECT id, type FROM events WHERE ts < ?", (before,))]
+        if since or until:
+            where, args = self._filters(since=since, until=until)
+            return [tuple(r) for r in self.db.execute(f"SELECT id, type FROM events {where}", args)]
         return []
 
     def forget(self, targets: Sequence[tuple[str, str]], scope: str, selector: str) -> int:
@@ -62,6 +71,56 @@ class ForgetStore(EventStore):
         self.db.execute("INSERT INTO events_cjk(events_cjk) VALUES ('optimize')")
         self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
         return len(ids)
+
+    # ---- pruning (storage.max_size_mb) ---------------------------------------------------------
+
+    def live_bytes(self) -> int:
+        """Bytes the database holds (rows, indexes, their page headers): what ``storage.max_size_mb`` caps.
+
+        The file does not shrink when events go; new events fill the room they left. So this is not the file's
+        size: with SQLite's ``dbstat`` table (most builds) it is the used part of every page, else the pages
+        that are not free (an upper bound: a page half emptied by a delete still counts whole). ~0.2 s for a
+        130 MB store; it is the pruning job's to pay, never a hook's.
+        """
+        pages = self.db.execute("PRAGMA page_count").fetchone()[0]
+        free = self.db.execute("PRAGMA freelist_count").fetchone()[0]
+        size = self.db.execute("PRAGMA page_size").fetchone()[0]
+        try:
+            used = self.db.execute("SELECT SUM(pgsize - unused) FROM dbstat").fetchone()[0]
+        except sqlite3.OperationalError:  # a build without SQLITE_ENABLE_DBSTAT_VTAB
+            used = None
+        return int(used) if used is not None else int((pages - free) * size)
+
+    def select_for_prune(self, limit: int, before: str, skip: set[str]) -> list[tuple[str, str]]:
+        """(id, type) of up to ``limit`` events to prune, least valuable first, oldest first within a kind:
+        successful read-only tool calls (Read, Grep, Glob, web), other successful tool calls, failed tool calls
+        and compaction notes, answers, prompts. Never session summaries or session start/end markers, nothing
+        from ``before`` on, nothing in ``skip`` (``retention.protected_event_ids``)."""
+        readers = ",".join(f"'{t}'" for t in READ_ONLY_TOOLS)
+        rows = self.db.execute(
+            "SELECT id, type FROM events WHERE ts < ? AND type IN"
+            " ('tool_observation', 'compaction', 'agent_response', 'user_prompt')"
+            " ORDER BY CASE"
+            f"  WHEN type = 'tool_observation' AND COALESCE(json_extract(metadata, '$.success'), 1) != 0"
+            f"   AND json_extract(metadata, '$.tool_name') IN ({readers}) THEN 0"
+            "  WHEN type = 'tool_observation' AND COALESCE(json_extract(metadata, '$.success'), 1) != 0 THEN 1"
+            "  WHEN type IN ('tool_observation', 'compaction') THEN 2"
+            "  WHEN type = 'agent_response' THEN 3"
+            "  ELSE 4 END, ts, seq"
+            " LIMIT ?",
+            (before, limit + len(skip)),
+        )
+        return [(r[0], r[1]) for r in rows if r[0] not in skip][:limit]
+
+    def ids_of_citations(self, citations: set[str]) -> set[str]:
+        """The event ids of these citations (``abc123``, without ``mem:``) that exist."""
+        found: set[str] = set()
+        cites = sorted(citations)
+        for start in range(0, len(cites), 500):
+            chunk = cites[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(r[0] for r in self.db.execute(f"SELECT id FROM events WHERE citation IN ({marks})", chunk))
+        return found
 
     def redact(self, updates: Sequence[tuple[str, str, dict[str, Any]]], detail: dict[str, Any]) -> int:
         """Replace events' content and metadata in place: ``(event id, new content, new metadata)``.
