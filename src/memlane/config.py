@@ -124,6 +124,12 @@ class InjectionConfig(Section):
 class StoreConfig(Section):
     busy_timeout_ms: int = _f(5000, "SQLite busy timeout for the CLI and daemon.")
     hook_busy_timeout_ms: int = _f(1500, "SQLite busy timeout inside hooks; past it the event is spooled.")
+    backup_interval_min: int = _f(
+        60,
+        "The daemon backs up each store that changed at most this often (projects/<id>/backups, 0600); "
+        "`doctor --repair` restores lost events from them. 0 = no backups.",
+    )
+    backups_kept: int = _f(3, "Backups kept per store (the oldest go first).")
 
 
 class StorageConfig(Section):
@@ -244,7 +250,14 @@ class DaemonConfig(Section):
     )
     port: int = _f(37777, "Port of the daemon's HTTP API.")
     idle_timeout_s: int = _f(1800, "The daemon exits after this long without requests or work.")
-    autostart: bool = _f(True, "SessionStart starts the daemon, detached, when it is down.")
+    autostart: bool = _f(
+        True, "SessionStart (and the MCP server, which lives as long as a session) starts the daemon when it is down."
+    )
+    search_starts: bool = _f(
+        False,
+        "`memlane search` starts the daemon (detached; it stays up to idle_timeout_s, ~280 MB) when it is down, so "
+        "later searches use its warm model. Off: a search is a read and starts nothing; it loads the model itself.",
+    )
     hook_deadline_ms: int = _f(120, "How long a hook waits for the daemon before falling back to full-text search.")
 
 
@@ -316,6 +329,23 @@ class ContextConfig(Section):
     )
 
 
+class DatabaseConfig(Section):
+    url: str = _f(
+        "",
+        "PostgreSQL server for team memory (postgresql://host/db?sslmode=verify-full); env MEMLANE_DATABASE_URL."
+        " No password here: use PGPASSWORD, ~/.pgpass (0600) or a service file.",
+    )
+
+
+class TeamConfig(Section):
+    sync_interval_s: float = _f(5.0, "How often the daemon pushes and pulls shared projects (seconds).")
+    batch: int = _f(500, "Events per push or pull round trip.")
+    key_file: str = _f(
+        "",
+        "Team key for encrypted projects (memlane team key new); kept outside the database. Env MEMLANE_TEAM_KEY_FILE.",
+    )
+
+
 class Config:
     """All settings; ``cfg.<section>.<key>``."""
 
@@ -334,6 +364,8 @@ class Config:
     regions: RegionsConfig
     workflow: WorkflowConfig
     context: ContextConfig
+    database: DatabaseConfig
+    team: TeamConfig
 
     def __init__(self) -> None:
         for name, cls in SECTIONS.items():
@@ -362,6 +394,8 @@ SECTIONS: dict[str, type[Section]] = {
     "regions": RegionsConfig,
     "workflow": WorkflowConfig,
     "context": ContextConfig,
+    "database": DatabaseConfig,
+    "team": TeamConfig,
 }
 
 
@@ -430,7 +464,25 @@ def _apply(cfg: Config, data: dict[str, Any], source: str) -> None:
             checked = _check_value(f"{source}: {section}.{key}", value, hints[key])
             if section == "privacy" and key == "extra_patterns":
                 _check_patterns(f"{source}: {section}.{key}", checked)
+            if section == "database" and key == "url" and source != "environment":
+                _check_database_url(f"{source}: {section}.{key}", checked)
             setattr(target, key, checked)
+
+
+def _check_database_url(key: str, url: str) -> None:
+    """config.toml is no place for credentials: a password in the URL is refused (the environment may carry one)."""
+    from urllib.parse import parse_qs, urlsplit
+
+    if not url:
+        return
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise ConfigError(f"{key}: must be a postgresql:// URL, got {url!r}")
+    parts = urlsplit(url)
+    if parts.password or "password" in parse_qs(parts.query):
+        raise ConfigError(
+            f"{key}: holds a password; keep it out of config.toml (PGPASSWORD, ~/.pgpass with mode 0600,"
+            " or a service file)"
+        )
 
 
 def _check_patterns(key: str, patterns: list[str]) -> None:

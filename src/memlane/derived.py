@@ -58,8 +58,8 @@ def names() -> list[str]:
 
 def catch_up(store: Store, *, max_events: int | None = None, budget_s: float | None = None) -> Progress:
     """Project what the log-following owners have not read yet (the daemon's job, and CLI reads)."""
-    if store.ephemeral:
-        return Progress()
+    if store.ephemeral or not hasattr(store, "projection_offset"):
+        return Progress()  # an empty stand-in, or a team server's store: derived tables live in the local one
     return projection.catch_up(store, projectors(), max_events=max_events, budget_s=budget_s)
 
 

@@ -45,10 +45,12 @@ class Memory:
         project_id: str | None = None,
         cfg: config.Config | None = None,
         create: bool | None = True,
+        verify: bool = False,
     ) -> Memory:
         """The project's memory. Reads never leave a store (or a registry entry) behind: with
         ``create=False`` a project without a store raises ``NoMemoryYet`` (the CLI says so); with
-        ``create=None`` it gets an empty in-memory store (the daemon and workers answer "nothing")."""
+        ``create=None`` it gets an empty in-memory store (the daemon and workers answer "nothing").
+        ``verify``: run the cheap damage check (``store.health``) first, as every CLI command does."""
         cfg = cfg or config.load()
         proj = project.resolve(cwd, project_id)
         if not create and not os.path.exists(proj.db_file):
@@ -56,13 +58,40 @@ class Memory:
                 return cls(proj, cfg, Store.empty(proj.id))
             raise NoMemoryYet(f"no memory for this project yet ({proj.root})")
         project.register(proj)
-        return cls.existing(proj, cfg)
+        mem = cls.existing(proj, cfg)
+        if verify:
+            try:
+                mem.store.verify()
+            except BaseException:
+                mem.close()
+                raise
+        return mem
 
     @classmethod
     def existing(cls, proj: project.Project, cfg: config.Config | None = None) -> Memory:
         """A project already found (and registered): opens its store, registers nothing."""
         cfg = cfg or config.load()
         return cls(proj, cfg, Store(proj.db_path, proj.id, cfg.store.busy_timeout_ms))
+
+    @classmethod
+    def on_server(
+        cls,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        project_id: str | None = None,
+        cfg: config.Config | None = None,
+    ) -> Memory:
+        """The project's memory as the team server holds it (PostgreSQL + pgvector, ``database.url``): the same
+        reads and searches, answered there. The project must be shared (``memlane team share``)."""
+        cfg = cfg or config.load()
+        with cls.open(cwd, project_id=project_id, cfg=cfg, create=False) as local:
+            state = local.store.sync_state()
+        from memlane.store.postgres.connection import database_url
+        from memlane.store.postgres.store import PgStore
+
+        if not state.get("remote") or not database_url(cfg):
+            raise InputError("this project is not shared on a team server (memlane team share)")
+        return cls(local.project, cfg, PgStore(database_url(cfg), state["remote"], create=False))  # type: ignore[arg-type]
 
     def close(self) -> None:
         for other in self._others.values():
@@ -416,12 +445,16 @@ class Memory:
             selector["ids"] = resolved
         return self.store.select_for_forget(**selector)
 
-    def forget(self, **selector: Any) -> int:
-        """Purge the selected events for good (events, FTS, outbox), leaving a tombstone."""
+    def forget(self, *, reason: str | None = None, **selector: Any) -> int:
+        """Purge the selected events for good (events, FTS, outbox), leaving a tombstone.
+
+        ``reason`` names a purge that is not the user forgetting (``reimport``: `import --force` replacing
+        what an earlier import stored); only the user's forgets keep history files from bringing events back.
+        """
         selector = _forget_selector(selector)
         targets = self.forget_preview(**selector)
         scope, value = _describe(selector)
-        return self.purge(targets, scope, value)
+        return self.purge(targets, reason or scope, value)
 
     def purge(
         self, targets: Sequence[tuple[str, str]], scope: str, selector: str, *, keep_derived: bool = False
@@ -535,7 +568,17 @@ def _filters(filters: dict[str, Any]) -> dict[str, Any]:
     for bound in ("since", "until"):
         if bound in out:
             out[bound] = moments.parse_optional(out[bound], bound)
+    check_window(out.get("since"), out.get("until"))
     return out
+
+
+def check_window(since: str | None, until: str | None) -> None:
+    """``since`` after ``until`` matches nothing: say so instead of answering "no events" (stored forms)."""
+    if since and until and since > until:
+        raise InputError(
+            f"since ({since}) is later than until ({until}): nothing can match; swap them "
+            "(an age counts back from now, so 7d is before 1d)"
+        )
 
 
 def _forget_selector(selector: dict[str, Any]) -> dict[str, Any]:

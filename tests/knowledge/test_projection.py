@@ -189,7 +189,8 @@ def test_migrations_apply_by_number_not_by_the_highest(tmp_path: Path) -> None:
     db = sqlite3.connect(tmp_path / "x.db", isolation_level=None)
     schema.migrate(db, target=9)
     db.execute("INSERT INTO schema_migrations VALUES (25, 'someone_elses', '2026-01-01')")
-    assert schema.migrate(db) == [10]
+    applied = schema.migrate(db)
+    assert 10 in applied and 25 not in applied and applied == sorted(applied)
     assert db.execute("SELECT COUNT(*) FROM projection_offsets").fetchone()[0] == 0
     db.close()
 

@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 import click
 
-from memlane import config, project
+from memlane import config, paths, project
 from memlane.cli import render
 from memlane.context import rules
 from memlane.context.compose import PERSISTENT_TITLE, TASKS, VOLATILE_TITLE, PromptComposer, serialize
@@ -34,7 +34,14 @@ def _project(ctx: click.Context) -> project.Project:
 
 
 def _service(proj: project.Project, cfg: config.Config) -> AppContextService:
-    return AppContextService(proj.root_str, cfg, project_id=proj.id)
+    """The project's context service; for a project memlane keeps nothing for, one that writes nothing (the
+    rules are read into memory, not cached in a new ``projects/<id>/context`` folder: reads create nothing)."""
+    if paths.project_dir(proj.id).is_dir():
+        return AppContextService(proj.root_str, cfg, project_id=proj.id)
+    from memlane.context.store import MemoryContextStore
+
+    persistent = MemoryContextStore(ContextScope.APP, PersistenceKind.PERSISTENT)
+    return AppContextService(proj.root_str, cfg, project_id=proj.id, persistent=persistent)
 
 
 def _daemon(path: str, body: dict[str, Any] | None = None, method: str = "GET") -> dict[str, Any] | None:
@@ -202,7 +209,9 @@ def learn(ctx: click.Context, as_json: bool) -> None:
     from memlane.context import preferences
 
     cfg = config.load()
-    with ctx.find_root().obj.memory(create=False) as mem:
+    with ctx.find_root().obj.reading(as_json) as mem:
+        if mem is None:
+            return
         preferences.relearn(mem.store, mem.project.id, cfg.context.learned_preferences)
         learned = preferences.parse(
             project_store(mem.project.id, ContextScope.APP, PersistenceKind.PERSISTENT).snapshot().get(preferences.KEY)
@@ -216,10 +225,22 @@ def learn(ctx: click.Context, as_json: bool) -> None:
             click.echo(f"[{cite}] {text}")
 
 
+NATIVE = ("session_start", "prompt_injection", "mcp_context_pack")  # tasks whose body memlane retrieves itself
+
+
 @context_group.command("compose")
 @click.option("--task", "-t", "task_type", required=True, type=click.Choice(sorted(TASKS)), help="Task type.")
-@click.option("--body", "-b", help="The body text ('-' reads stdin). Default: what memlane itself would send.")
-@click.option("--prompt", "-p", help="prompt_injection: the prompt to retrieve for; mcp_context_pack: the task.")
+@click.option(
+    "--body",
+    "-b",
+    help="Your own text as the body ('-' reads stdin), shown under '## Body', in place of what memlane would "
+    "retrieve. Not a query: to see the memories a prompt gets, use --prompt.",
+)
+@click.option(
+    "--prompt",
+    "-p",
+    help="The prompt memlane retrieves memories for (prompt_injection), or the task (mcp_context_pack).",
+)
 @click.option("--header", default="", help="A first line above the blocks.")
 @click.option("--max-chars", type=click.IntRange(1, 100_000), help="Total budget (default: the task's).")
 @click.option("--session", "-s", help="Include this session's scope (files touched).")
@@ -237,12 +258,24 @@ def compose(
     layer: str | None,
     as_json: bool,
 ) -> None:
-    """Print the prompt composed for a task type: persistent + volatile blocks + body."""
+    """Print the prompt composed for a task type: persistent + volatile blocks + body.
+
+    \b
+    Two inputs, two meanings:
+      --prompt TEXT  what memlane searches its memory for: the memories it finds are the body
+                     (prompt_injection: "## Relevant memories"; mcp_context_pack: the task)
+      --body TEXT    your own text, placed as the body as it is ("## Body"); nothing is retrieved
+    Without either, session_start shows what SessionStart would inject now.
+    """
+    if body is not None and prompt is not None and task_type in NATIVE:
+        raise click.UsageError(
+            "give --prompt (memlane retrieves memories for it) or --body (your own text instead), not both"
+        )
     cfg = config.load()
     proj = _project(ctx)
     snap, _source = _context(proj, cfg, session)
     snap.with_layer(proj.id, check_layer(layer) if layer is not None else None)
-    if body is None and task_type in ("session_start", "prompt_injection", "mcp_context_pack"):
+    if body is None and task_type in NATIVE:
         text = _native(task_type, proj, cfg, snap, prompt or "", max_chars)
         if as_json:
             render.emit_json({"task": task_type, "prompt": text, "chars": len(text)})
@@ -251,7 +284,11 @@ def compose(
         return
     if body == "-":
         body = sys.stdin.read()
-    parts = PromptComposer(cfg).compose_parts(task_type, snap, body or "", header=header, max_chars=max_chars)
+    # Text given with --body is the caller's, never shown as memlane's memories or recent work.
+    title = "## Body" if task_type in NATIVE else None
+    parts = PromptComposer(cfg).compose_parts(
+        task_type, snap, body or "", header=header, max_chars=max_chars, body_title=title
+    )
     if as_json:
         render.emit_json(parts.as_dict())
     else:

@@ -30,13 +30,14 @@ from memlane.cli import (
     privacy_cmd,
     regions,
     render,
+    team_cmd,
     vectors,
     workflow,
 )
-from memlane.cli.invocation import Ctx, pass_ctx
-from memlane.cli.params import EVENT_TYPE, WHEN
+from memlane.cli.invocation import CWD_HELP, PROJECT_ID_HELP, Ctx, check_cwd, no_memory_line, pass_ctx, project_options
+from memlane.cli.params import EVENT_TYPE, OUTPUT_FILE, WHEN
 from memlane.errors import MemlaneError
-from memlane.memory import Memory, check_query
+from memlane.memory import Memory, NoMemoryYet, check_query, check_window
 from memlane.store.db import StoreDamaged, is_damage
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
@@ -52,6 +53,14 @@ def storage_message(exc: sqlite3.DatabaseError) -> str:
     return f"memory store unavailable ({first})"
 
 
+def os_message(exc: OSError) -> str:
+    """One line for a file-system failure: what went wrong, and on which path."""
+    what = exc.strerror or type(exc).__name__
+    if exc.filename is None:
+        return what
+    return f"{exc.filename}: {what}" + (f" (and {exc.filename2})" if exc.filename2 else "")
+
+
 class Group(click.Group):
     """The one place the CLI turns a ``MemlaneError`` (any command, any group) into ``Error: <message>``
     and exit status 1; anything else is a bug and keeps its traceback."""
@@ -59,10 +68,15 @@ class Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except NoMemoryYet as exc:  # a state, not an error: the same line and exit status 0 for every command
+            click.echo(no_memory_line(exc))
+            return None
         except MemlaneError as exc:
             raise click.ClickException(str(exc)) from exc
         except sqlite3.DatabaseError as exc:  # a damaged, locked or full store: one line, never a traceback
             raise click.ClickException(storage_message(exc)) from exc
+        except OSError as exc:  # a file or folder the user named (or the disk) refused: one line
+            raise click.ClickException(os_message(exc)) from exc
 
 
 EPILOG = """\b
@@ -78,17 +92,15 @@ Colour: off when NO_COLOR is set or output is not a terminal; piped tables are t
     invoke_without_command=True,
 )
 @click.version_option(__version__, "--version", "-V", prog_name="memlane", help="Show the version and exit.")
-@click.option(
-    "-C", "--cwd", metavar="PATH", help="Act on the project containing this folder (default: the current one)."
-)
-@click.option("--project-id", help="Act on a registered project by id (see `memlane projects`).")
+@click.option("-C", "--cwd", metavar="PATH", help=CWD_HELP)
+@click.option("--project-id", help=PROJECT_ID_HELP)
+@click.option("--server", is_flag=True, help="Read the team server's copy of a shared project (database.url).")
 @click.pass_context
-def cli(ctx: click.Context, cwd: str | None, project_id: str | None) -> None:
+def cli(ctx: click.Context, cwd: str | None, project_id: str | None, server: bool) -> None:
     """memlane — local-first memory for AI coding agents."""
-    if cwd is not None and not os.path.isdir(cwd):
-        raise click.ClickException(f"-C {cwd}: no such folder")
+    checked = check_cwd(cwd) if cwd is not None else None
     _read_storage_path()
-    ctx.obj = Ctx(cwd, project_id)
+    ctx.obj = Ctx(checked, project_id, server)
     if ctx.invoked_subcommand is None:  # a bare `memlane` is a request for help, not a usage error
         click.echo(ctx.get_help())
 
@@ -125,6 +137,7 @@ def history(
     as_json: bool,
 ) -> None:
     """Recent events, newest first (by when they happened, so imported history sorts in place)."""
+    check_window(since, until)  # refused even where no store exists yet
     with obj.reading(as_json) as mem:
         if mem is None:
             return
@@ -143,7 +156,9 @@ def history(
 @pass_ctx
 def show(obj: Ctx, ref: str, as_json: bool) -> None:
     """One event in full, by citation (mem:abc123) or id."""
-    with obj.memory(create=False) as mem:
+    with obj.reading(as_json, empty=None) as mem:
+        if mem is None:
+            return
         event = mem.find(ref)  # with retrieval.cross_project on, another project's citation opens too
         info: dict[str, Any] = {}
         if event.project_id == mem.project.id:  # what replaced it (the knowledge model), brought up to date
@@ -161,11 +176,9 @@ def show(obj: Ctx, ref: str, as_json: bool) -> None:
                 ("session", event.session_id),
                 ("project", event.project_id),
                 *render.supersession_rows(info),
+                *((key, value) for key, value in sorted(event.metadata.items()) if value not in (None, "", {})),
             ]
         )
-        for key, value in sorted(event.metadata.items()):
-            if value not in (None, "", {}):
-                render.console.print(f"[dim]{key}:[/] {value}")
         render.console.print()
         render.console.print(event.content, markup=False)
 
@@ -178,7 +191,9 @@ def show(obj: Ctx, ref: str, as_json: bool) -> None:
 @pass_ctx
 def timeline(obj: Ctx, ref: str, before: int, after: int, as_json: bool) -> None:
     """The events around one event in its session."""
-    with obj.memory(create=False) as mem:
+    with obj.reading(as_json) as mem:
+        if mem is None:
+            return
         events = mem.timeline(ref, before, after)
         if as_json:
             render.emit_json([e.as_dict() for e in events])
@@ -234,6 +249,7 @@ def search(
     from memlane.retrieval.engine import Engine
 
     tools = check_tool_filters(tool, file, failed, list(types))
+    check_window(since, until)  # refused even where no store exists yet
     if not query and tools:
         _tool_runs(obj, tools, session, since, until, limit, as_json)
         return
@@ -244,7 +260,10 @@ def search(
         if not text_only:
             _warn_unembedded(mem)
         # The daemon's warm model answers when it is up: no model load in this process.
-        engine = Engine(mem.config, vectors=not text_only, via_daemon=True)
+        # Started by a search only where daemon.search_starts says so: a read starts nothing by default.
+        engine = Engine(
+            mem.config, vectors=not text_only, via_daemon=True, start_daemon=mem.config.daemon.search_starts
+        )
         hits = mem.search(
             text, limit=limit, session=session, types=list(types), since=since, until=until, engine=engine, **tools
         )
@@ -252,6 +271,12 @@ def search(
         mark_superseded(mem.store, shown.rows)  # what replaced a result (the knowledge model), said in its row
         others = {h.event.project_id for h in hits} - {mem.project.id}
         where = mem.project.name + (f" and {len(others)} other project(s)" if others else "")
+        if engine.model_error:  # never silently text-only
+            render.err_console.print(
+                f"embedding model '{mem.config.embedding.model}' cannot be used ({engine.model_error}); "
+                "these are full-text results only (`memlane doctor` says how to fix it)",
+                markup=False,
+            )
     if as_json:
         render.emit_json(shown.rows)
     elif not shown.rows:
@@ -367,14 +392,16 @@ def stats(obj: Ctx, as_json: bool) -> None:
     show_default=True,
     help="Output format.",
 )
-@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="File to write (default: stdout).")
+@click.option("--output", "-o", type=OUTPUT_FILE, help="File to write (default: stdout).")
 @click.option("--session", "-s", help="Only this session id.")
 @click.option("--since", type=WHEN, help="From this time (2026-11-01, 7d, 12h).")
 @pass_ctx
 def export(obj: Ctx, fmt: str, output: str | None, session: str | None, since: str | None) -> None:
     """Export events as JSON, JSON lines or Markdown."""
     filters = {k: v for k, v in {"session": session, "since": since}.items() if v}
-    with obj.memory(create=False) as mem:
+    with obj.reading(False) as mem:
+        if mem is None:
+            return
         if output:
             with atomic.replacing(output) as fh:
                 count = mem.export(fmt, fh, **filters)
@@ -411,7 +438,9 @@ def forget(
         raise click.UsageError("give exactly one of: event ids/citations, --session, --before, --project")
     selector: dict[str, Any] = {"ids": list(refs), "session": session, "before": before, "everything": everything}
     selector = {k: v for k, v in selector.items() if v}
-    with obj.memory(create=False) as mem:
+    with obj.reading(as_json) as mem:
+        if mem is None:
+            return
         targets = mem.forget_preview(**selector)
         if dry_run and as_json:
             render.emit_json([mem.get(event_id).as_dict() for event_id, _type in targets])
@@ -531,8 +560,11 @@ for _command in (
     privacy_cmd.privacy_group,
     knowledge_cmd.tasks_group,
     knowledge_cmd.rebuild,
+    team_cmd.team_group,
+    team_cmd.migrate,
 ):
     cli.add_command(_command)
+project_options(cli)  # -C / --project-id after the subcommand too (`memlane history --project-id X`)
 
 
 def run() -> None:

@@ -204,11 +204,18 @@ class AppContextService:
         *,
         project_id: str | None = None,
         volatile: ContextStore | None = None,
+        persistent: FileContextStore | MemoryContextStore | None = None,
     ) -> None:
+        """``persistent``: where rules are cached (default: the project's file; a ``MemoryContextStore`` for a
+        read of a project memlane keeps nothing for, so the read writes nothing)."""
         self.cfg = _config(cfg)
         self.root = root
         self.project_id = project_id or project.project_id(root)
-        self.persistent = project_store(self.project_id, ContextScope.APP, PersistenceKind.PERSISTENT)
+        self.persistent: FileContextStore | MemoryContextStore = (
+            persistent
+            if persistent is not None
+            else project_store(self.project_id, ContextScope.APP, PersistenceKind.PERSISTENT)
+        )
         self.volatile = volatile if volatile is not None else self._initial_volatile()
         self.last_status: RefreshStatus | None = None
 

@@ -66,7 +66,7 @@ def _apply(current: dict[str, Any], entries: Mapping[str, Any], remove: Iterable
 class MemoryContextStore(ContextStore):
     """Entries held in this process only (the daemon's per-project and per-session volatile state)."""
 
-    __slots__ = ("_entries", "_lock")
+    __slots__ = ("_entries", "_lock", "_meta")
 
     def __init__(
         self,
@@ -77,6 +77,21 @@ class MemoryContextStore(ContextStore):
         super().__init__(scope, kind)
         self._lock = allocate_lock()
         self._entries: dict[str, Any] = dict(initial or {})
+        self._meta: dict[str, Any] = {}
+
+    def meta(self) -> dict[str, Any]:
+        """What a ``FileContextStore`` keeps beside its entries (rule fingerprints), held here in memory: a
+        persistent store standing in for a file a read must not write."""
+        with self._lock:
+            return dict(self._meta)
+
+    def write(
+        self, entries: Mapping[str, Any], remove: Iterable[str] = (), meta: Mapping[str, Any] | None = None
+    ) -> None:
+        with self._lock:
+            self._entries = _apply(self._entries, entries, remove)
+            if meta is not None:
+                self._meta = dict(meta)
 
     def snapshot(self) -> dict[str, Any]:
         with self._lock:

@@ -10,8 +10,10 @@ Two kinds:
 - **upkeep, when due** (``Job``: a ``name``, an ``interval_s`` and ``run(cfg) -> str | None``, a line for the log
   when it did something): ``PruneStores`` keeps every project's store within ``storage.max_size_mb``
   (``memlane.retention``); ``CleanOutbox`` removes embedding jobs done more than ``DONE_KEPT_DAYS`` ago
-  (vector-outbox-v2 §9.3). ``Upkeep`` decides which are due; the loop asks it once a round, the first time a
-  minute after start (the model warms and the backlog gets embedded first).
+  (vector-outbox-v2 §9.3); ``BackupStores`` backs up each store that has new events, at most every
+  ``store.backup_interval_min`` (``store.backup``: SQLite's online backup, 0600, rotated), what ``doctor
+  --repair`` restores lost events from. ``Upkeep`` decides which are due; the loop asks it once a round, the
+  first time a minute after start (the model warms and the backlog gets embedded first).
 
 Every job waits, before each slice, while a request is in flight (``Gate``), as the embedding does: a hook's
 search is never queued behind it. None of them runs on a hook's path. ``/api/health`` reports each one.
@@ -141,7 +143,35 @@ class CleanOutbox(Job):
         return "removed done embedding jobs: " + ", ".join(f"{k} {v}" for k, v in removed.items())
 
 
-JOBS: list[type[Job]] = [PruneStores, CleanOutbox]
+class BackupStores(Job):
+    """Looks at every store each minute; backs up those with events their newest backup lacks once it is
+    ``store.backup_interval_min`` old. By file, not by ``Memory``: a damaged store is skipped (never copied
+    over the good backups), not an error that stops the job."""
+
+    name = "backup"
+    interval_s = 60.0
+
+    def run(self, cfg: config.Config) -> str | None:
+        from memlane import paths
+        from memlane.store import backup
+
+        if cfg.store.backup_interval_min <= 0:
+            return None
+        base = paths.projects_dir()
+        made: list[str] = []
+        skipped: list[str] = []
+        for db in sorted(base.glob("*/memory.db")) if base.is_dir() else []:
+            if not backup.due(str(db), cfg.store.backup_interval_min * 60):
+                continue
+            target = backup.take(str(db), cfg.store.backups_kept)
+            (made if target else skipped).append(db.parent.name)
+        parts = [f"backed up {', '.join(made)}"] if made else []
+        if skipped:
+            parts.append(f"not backed up, the store looks damaged (memlane doctor): {', '.join(skipped)}")
+        return "; ".join(parts) or None
+
+
+JOBS: list[type[Job]] = [PruneStores, CleanOutbox, BackupStores]
 
 
 class Upkeep:

@@ -132,7 +132,13 @@ class MemoryTools:
 
     def open(self, project: str | None) -> Memory:
         proj = self.resolve(project)
-        return Memory.existing(proj, self.cfg)
+        mem = Memory.existing(proj, self.cfg)
+        try:
+            mem.store.verify()  # a lost page is a tool error naming `memlane doctor --repair`, not "no results"
+        except BaseException:
+            mem.close()
+            raise
+        return mem
 
     def clean(self, event: Event) -> Event:
         return pack.clean(event, self.cfg.privacy)

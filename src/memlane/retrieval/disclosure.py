@@ -29,6 +29,7 @@ from functools import partial
 from typing import Any, ClassVar
 
 from memlane.retrieval.hybrid import Hit
+from memlane.retrieval.scoring import sigmoid
 from memlane.store.db import Event
 
 CHARS_PER_TOKEN = 4
@@ -46,17 +47,33 @@ def one_line(text: str, limit: int = 160) -> str:
 
 
 def index_row(hit: Hit) -> dict[str, Any]:
+    """One result: ``score`` is P (the chance it bears on the query, what injection reads); ``rank`` is what
+    the list is sorted by (its own evidence plus bounded support and nudges, docs/retrieval.md "Order") on
+    the same 0-1 scale, so a list read top to bottom has falling ranks."""
     e = hit.event
+    rank = hit.sources.get("rank")
     return {
         "id": e.id,
         "citation": e.cite,
         "type": e.type,
         "ts": e.ts,
         "session_id": e.session_id,
+        "rank": round(sigmoid(rank), 3) if rank is not None else round(hit.score, 3),
         "score": round(hit.score, 3),
         "confidence": hit.confidence,
         "summary": one_line(e.content),
     }
+
+
+def _replacement_ranks(hits: Sequence[Hit], rows: list[dict[str, Any]]) -> None:
+    """An answer that replaced a superseded memory takes that memory's place in the list, and so its rank."""
+    stale = {round(h.score, 6): r["rank"] for h, r in zip(hits, rows, strict=False) if h.confidence == "superseded"}
+    for i, (hit, row) in enumerate(zip(hits, rows, strict=False)):
+        replaced = hit.sources.get("replaces")
+        if replaced is None:
+            continue
+        taken = stale.get(round(replaced, 6), rows[i - 1]["rank"] if i else row["rank"])
+        row["rank"] = max(row["rank"], taken)
 
 
 def brief(event: Event) -> dict[str, Any]:
@@ -180,6 +197,7 @@ def disclose(
             break
         rows.append(row)
     shown = hits[: len(rows)]
+    _replacement_ranks(shown, rows)
     if layer == "smart":
         decision = plan(shown, rcfg)
     elif layer == "timeline":

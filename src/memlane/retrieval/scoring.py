@@ -150,11 +150,15 @@ def rank_key(
 def classify(scores: list[float], cfg: RetrievalConfig, groups: list[str] | None = None) -> list[str]:
     """Per result (in rank order): 'high', 'suggested' or 'none'. High needs a lead over the runner-up.
 
-    With ``groups`` (each result's session), the runner-up is the best result from another group:
-    a question and its answer both matching is support for the top result, not competition.
+    Only the first result can be 'high' (a clear winner at the top of the list): it must reach
+    ``high_threshold`` and lead every result from another group by ``high_gap``. With ``groups`` (each
+    result's session), the runner-up is the best result from another group: a question and its answer
+    both matching is support for the top result, not competition. A result further down with a higher P
+    than the first (a session's support lifts P more than the order) keeps the first from being 'high',
+    so 'high' never sits below a 'suggested' that outranks it.
     """
     groups = groups or [str(i) for i in range(len(scores))]
-    best = max(range(len(scores)), key=lambda i: scores[i]) if scores else 0
+    best = 0
     rivals = [s for i, (s, g) in enumerate(zip(scores, groups, strict=True)) if i != best and g != groups[best]]
     runner_up = max(rivals, default=0.0)
     labels = []

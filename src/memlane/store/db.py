@@ -8,6 +8,7 @@
 - ``forget.py``      forget, redact in place, tombstones
 - ``outbox.py``      the embedding jobs the vectors worker claims and completes
 - ``imports.py``     the import ledger and the events an import made
+- ``sync_state.py``  team sync's local state, outgoing events, teammates' events pulled in (``memlane.sync``)
 - ``browse.py``      pages by cursor, counts, rows after a seq, per-day and health figures (the dashboard)
 - ``knowledge.py``   the knowledge tables (entries, entities, edges, task history, resolutions) and
                      projection offsets; ``replacements`` is the prompt path's read of them
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 from memlane.store.browse import BrowseStore
 from memlane.store.connection import REPAIR_SUFFIX, StoreDamaged, damage_message, is_damage
-from memlane.store.forget import ForgetStore
 from memlane.store.fulltext import (
     _MAX_QUERY_CHUNKS,
     POSTINGS_BUDGET,
@@ -38,6 +38,7 @@ from memlane.store.imports import ImportsStore
 from memlane.store.knowledge import KnowledgeStore
 from memlane.store.outbox import OutboxStore
 from memlane.store.records import EVENT_TYPES, AppendResult, Event, NewEvent
+from memlane.store.sync_state import SyncStore
 
 # Constants are re-exported for reading; a test that changes one patches the module that reads it (fulltext).
 __all__ = [
@@ -58,13 +59,22 @@ __all__ = [
 ]
 
 
-class Store(FullTextStore, ForgetStore, OutboxStore, ImportsStore, BrowseStore, KnowledgeStore):
+class Store(FullTextStore, SyncStore, OutboxStore, ImportsStore, BrowseStore, KnowledgeStore):
     """One project's memory database."""
 
     @classmethod
     def empty(cls, project_id: str) -> Store:
         """An in-memory store with the schema and no events: what a read of a project with no memory sees."""
         return cls(":memory:", project_id)
+
+    def verify(self) -> None:
+        """Raise ``StoreDamaged`` when the cheap structural check (``store.health``) finds damage: every
+        command that opens a store calls this, so a lost page is never read as "no events"."""
+        from memlane.store.health import probe
+
+        problem = probe(self.db)
+        if problem:
+            raise StoreDamaged(damage_message(self.file, problem))
 
     def __enter__(self) -> Store:
         return self

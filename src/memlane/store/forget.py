@@ -49,8 +49,11 @@ class ForgetStore(EventStore):
             return [tuple(r) for r in self.db.execute(f"SELECT id, type FROM events {where}", args)]
         return []
 
-    def forget(self, targets: Sequence[tuple[str, str]], scope: str, selector: str) -> int:
-        """Purge events (FTS rows via triggers, outbox via cascade), tombstone, then scrub free pages."""
+    def forget(self, targets: Sequence[tuple[str, str]], scope: str, selector: str, *, propagate: bool = True) -> int:
+        """Purge events (FTS rows via triggers, outbox via cascade), tombstone, then scrub free pages.
+
+        In a project shared with a team the ids are also kept in ``sync_forgotten`` (same transaction), for the
+        sync to push as a tombstone; ``propagate=False`` is the sync applying a teammate's forget."""
         if not targets:
             return 0
         ids = [t[0] for t in targets]
@@ -59,18 +62,32 @@ class ForgetStore(EventStore):
             types[etype] = types.get(etype, 0) + 1
         self.db.execute("PRAGMA secure_delete = ON")
         with self.write() as db:
+            detail: dict[str, Any] = {"types": types, "ids": ids[:1000]}
+            if scope == "event":  # which turns they were (no content), so no re-import brings them back
+                detail["turns"] = self._turns(db, ids[:1000])
             self._delete_ids(db, ids)
+            if propagate and db.execute("SELECT 1 FROM sync_state WHERE key = 'remote'").fetchone():
+                db.executemany("INSERT OR IGNORE INTO sync_forgotten (event_id) VALUES (?)", [(i,) for i in ids])
             db.execute("DELETE FROM term_counts")  # words of the purged events may be among them; recounted later
             db.execute(
                 "INSERT INTO tombstones (ts, scope, selector, event_count, detail) VALUES (?,?,?,?,?)",
-                (keys.now_iso(), scope, selector, len(ids), json.dumps({"types": types, "ids": ids[:1000]})),
+                (keys.now_iso(), scope, selector, len(ids), json.dumps(detail)),
             )
         # Merge FTS segments so deleted terms are gone from the index files too, and push the
         # WAL into the main file so old pages do not linger there.
         self.db.execute("INSERT INTO events_fts(events_fts) VALUES ('optimize')")
         self.db.execute("INSERT INTO events_cjk(events_cjk) VALUES ('optimize')")
         self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        if scope not in ("prune", "reimport"):  # a privacy purge; pruning and re-imports are upkeep
+            self._drop_backups()
         return len(ids)
+
+    def _drop_backups(self) -> None:
+        """Backups hold what was just purged: they go too (the daemon's next one is of the purged store)."""
+        if self.file != ":memory:":
+            from memlane.store import backup
+
+            backup.drop(self.file)
 
     # ---- pruning (storage.max_size_mb) ---------------------------------------------------------
 
@@ -176,7 +193,22 @@ class ForgetStore(EventStore):
         self.db.execute("INSERT INTO events_fts(events_fts) VALUES ('optimize')")
         self.db.execute("INSERT INTO events_cjk(events_cjk) VALUES ('optimize')")
         self.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        self._drop_backups()
         return len(updates)
+
+    @staticmethod
+    def _turns(db: Any, ids: Sequence[str]) -> list[str]:
+        """The dedupe keys of events without their content hash: session, type and turn (never content)."""
+        out: list[str] = []
+        for start in range(0, len(ids), 500):
+            chunk = list(ids[start : start + 500])
+            marks = ",".join("?" * len(chunk))
+            out += [turn_of(r[0]) for r in db.execute(f"SELECT dedupe_key FROM events WHERE id IN ({marks})", chunk)]
+        return out
+
+    def forgotten(self) -> Forgotten:
+        """What forget removed, as a test an event about to be imported again can be put to."""
+        return Forgotten(self.tombstones(limit=-1))
 
     def tombstones(self, limit: int = 50) -> list[dict[str, Any]]:
         cur = self.db.execute(
@@ -191,3 +223,46 @@ class ForgetStore(EventStore):
 
 
 _MAX_WORDS, _MAX_TRIGRAMS, _MAX_SHORT_CJK = 32, 64, 8
+
+
+def turn_of(dedupe_key: str) -> str:
+    """``session:type:turn`` of a dedupe key (its last part is the content hash)."""
+    return dedupe_key.rsplit(":", 1)[0]
+
+
+class Forgotten:
+    """Events a forget removed, recognised without their content, so history files that still hold them
+    (Claude Code transcripts, Codex rollouts) do not bring them back on `memlane import` or a repair.
+
+    A forgotten session, everything before a ``--before`` date, everything before a ``--project`` forget,
+    and single events by their turn (``session:type:turn``, recorded by forgets from this release on).
+    """
+
+    def __init__(self, tombstones: Sequence[dict[str, Any]]) -> None:
+        self.sessions: set[str] = set()
+        self.turns: set[str] = set()
+        self.ids: set[str] = set()  # event ids a forget named (a backup keeps ids; history files do not)
+        self.before = ""  # events older than this were forgotten (the latest --before, or a --project forget)
+        for stone in tombstones:
+            scope, selector = stone.get("scope"), str(stone.get("selector") or "")
+            if scope in ("event", "session", "before", "project"):
+                self.ids.update(str(i) for i in (stone.get("detail") or {}).get("ids", []))
+            if scope == "session":
+                self.sessions.add(selector)
+            elif scope == "before":
+                self.before = max(self.before, selector)
+            elif scope == "project":
+                self.before = max(self.before, str(stone.get("ts") or ""))
+            elif scope == "event":
+                self.turns.update(str(t) for t in (stone.get("detail") or {}).get("turns", []))
+
+    def __bool__(self) -> bool:
+        return bool(self.sessions or self.turns or self.before)
+
+    def covers(self, session_id: str, ts: str | None, dedupe_key: str) -> bool:
+        return (
+            session_id in self.sessions
+            or bool(self.before and ts and ts < self.before)
+            or turn_of(dedupe_key) in self.turns
+        )
+

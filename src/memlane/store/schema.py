@@ -418,6 +418,24 @@ def _m10_knowledge(db: sqlite3.Connection) -> None:
     )
 
 
+def _m70_team_sync(db: sqlite3.Connection) -> None:
+    """Team sync's local state (issue 37): where a shared project goes and how far push and pull got, which
+    events came from teammates (never pushed back), and the ids ``forget`` removed while the project is shared
+    (pushed as a tombstone). Ids only, never content."""
+    _script(
+        db,
+        """
+        CREATE TABLE sync_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE sync_pulled (event_id TEXT PRIMARY KEY, origin TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE sync_forgotten (
+            seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+            event_id TEXT NOT NULL UNIQUE,
+            pulled   INTEGER NOT NULL DEFAULT 0
+        );
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", _m1_initial),
     (2, "citations", _m2_citations),
@@ -429,6 +447,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (8, "fts_without_boundaries", _m8_fts_without_boundaries),
     (9, "bookkeeping_out_of_search", _m9_bookkeeping_out_of_search),
     (10, "knowledge", _m10_knowledge),
+    (70, "team_sync", _m70_team_sync),
 ]
 
 LATEST = MIGRATIONS[-1][0]
