@@ -440,4 +440,3 @@ def restore(proj: project.Project, cfg: config.Config | None = None) -> dict[str
         if f.status == "imported":
             out[SOURCE_NAMES[f.source]] += f.new
     return out
-

@@ -10,6 +10,8 @@
 - ``imports.py``     the import ledger and the events an import made
 - ``sync_state.py``  team sync's local state, outgoing events, teammates' events pulled in (``memlane.sync``)
 - ``browse.py``      pages by cursor, counts, rows after a seq, per-day and health figures (the dashboard)
+- ``knowledge.py``   the knowledge tables (entries, entities, edges, task history, resolutions) and
+                     projection offsets; ``replacements`` is the prompt path's read of them
 - ``records.py``     ``NewEvent``, ``Event``, ``AppendResult`` (no SQL)
 
 Writes happen in ``BEGIN IMMEDIATE`` transactions so concurrent hook processes serialise on
@@ -33,6 +35,7 @@ from memlane.store.fulltext import (
     query_stopwords,
 )
 from memlane.store.imports import ImportsStore
+from memlane.store.knowledge import KnowledgeStore
 from memlane.store.outbox import OutboxStore
 from memlane.store.records import EVENT_TYPES, AppendResult, Event, NewEvent
 from memlane.store.sync_state import SyncStore
@@ -56,7 +59,7 @@ __all__ = [
 ]
 
 
-class Store(FullTextStore, SyncStore, OutboxStore, ImportsStore, BrowseStore):
+class Store(FullTextStore, SyncStore, OutboxStore, ImportsStore, BrowseStore, KnowledgeStore):
     """One project's memory database."""
 
     @classmethod
