@@ -208,12 +208,16 @@ def update_cmd(
 
 @click.command()
 @click.option(
-    "--only", "only", multiple=True, help="Only this derived state (repeatable): fulltext, sessions, knowledge."
+    "--only",
+    "only",
+    multiple=True,
+    help="Only this derived state (repeatable): fulltext, sessions, knowledge, endless.",
 )
 @json_option
 @pass_ctx
 def rebuild(obj: Ctx, only: tuple[str, ...], as_json: bool) -> None:
-    """Recreate every derived table (full-text indexes, sessions, the knowledge model) from the event log.
+    """Recreate every derived table (full-text indexes, sessions, the knowledge model, endless mode's working set,
+    consolidated memories and continuity scores) from the event log.
 
     Vectors are derived too, but recreating them embeds every event again: `memlane vectors rebuild`.
     """
