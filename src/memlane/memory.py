@@ -460,9 +460,14 @@ class Memory:
         self._writable()
         return service.catch_up(self.store, self.config)
 
-    def endless_status(self) -> dict[str, Any]:
+    def endless_status(self, refresh: bool = False) -> dict[str, Any]:
+        """Mode, working set, continuity and consolidation; ``refresh``: project new events and recompute the
+        working set and scores first (consolidation stays the daemon's, or ``endless_consolidate``'s)."""
         from memlane.endless import service
 
+        if refresh and not self.store.ephemeral:
+            self.catch_up(budget_s=service.READ_BUDGET_S)
+            service.refresh(self.store, self.config, consolidate=False)
         return service.status(self.store, self.config)
 
     def working_set(self) -> list[dict[str, Any]]:
@@ -484,6 +489,8 @@ class Memory:
         check_limit(limit, 10_000)
         if session is not None:
             session = self.session(session)["id"]
+        if not hasattr(self.store, "continuity"):
+            return []  # a team server's store: endless state lives in the local one
         return self.store.continuity(limit, session)
 
     def _writable(self) -> None:

@@ -211,8 +211,8 @@ def test_the_daemon_projection_job_projects_every_project(tmp_path: Path) -> Non
             Log(mem.store).prompt(f"- [ ] task of project {name}")
     gate = Gate()
     worker = Worker(config.load(), None, gate, stop, lambda: None, jobs=default_jobs(config.load(), gate, stop))
-    assert [job.name for job in worker.jobs] == ["projection"]
-    assert worker.step() == 2, "no model: the jobs run anyway"
+    assert [job.name for job in worker.jobs] == ["projection", "endless"]
+    assert worker.step() >= 2, "no model: the jobs run anyway"
     assert worker.step() == 0
     assert worker.state["jobs"]["projection"] == {"done": 2, "last_error": None}
     for root, name in zip(roots, ("a", "b"), strict=True):

@@ -7,6 +7,7 @@ daemon does when due; ``memories`` lists or searches the consolidated memories.
 
 from __future__ import annotations
 
+import sqlite3
 from typing import Any
 
 import click
@@ -86,11 +87,18 @@ def consolidate_cmd(obj: Ctx, as_json: bool) -> None:
 @json_option
 @pass_ctx
 def status_cmd(obj: Ctx, as_json: bool) -> None:
-    """The mode, the working set, the latest continuity score and why, and what consolidation has done."""
+    """The mode, the working set, the latest continuity score and why, and what consolidation has done.
+
+    New events are projected first and the working set recomputed (consolidation is the daemon's, when due, or
+    `memlane endless consolidate`'s)."""
     with obj.reading(as_json, empty=None) as mem:
         if mem is None:
             return
-        data = mem.endless_status()
+        try:
+            data = mem.endless_status(refresh=True)
+        except sqlite3.OperationalError as exc:  # locked or read-only: show what is there
+            render.err_console.print(f"endless state not brought up to date ({exc})", markup=False)
+            data = mem.endless_status()
     if as_json:
         render.emit_json(data)
         return

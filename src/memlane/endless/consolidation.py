@@ -60,6 +60,8 @@ def title_of(kind: str, key: str, facts: list[dict[str, Any]]) -> str:
 
 def build(store: Store, kind: str, key: str) -> dict[str, Any] | None:
     """The consolidated memory of a topic from its marks; None when it does not qualify."""
+    if kind not in FACT_ROLES:
+        return None
     seen_of = store.topic_overview(kind, key)
     roles = seen_of["roles"]
     if seen_of["events"] < 2:

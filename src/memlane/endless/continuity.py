@@ -10,8 +10,8 @@
 - **gap**: from the end of the previous session to the start of this one.
 
 ``transition``: ``seamless`` at 0.7 or more (spec §7.1 ``minScoreForSeamless``), ``topic_shift`` from 0.3, else
-``break``. Sessions are ordered by their first event; a session's score changes while it goes on, and is
-recomputed when an earlier session is imported before it.
+``break``. Sessions are ordered by their first event; a session's score changes while it (or the one before it)
+goes on, and is recomputed when an earlier session is imported before it.
 """
 
 from __future__ import annotations
@@ -106,8 +106,15 @@ def refresh(store: Store, limit: int | None = None) -> int:
     while limit is None or done < limit:
         with store.write():
             queued = store.dirty_sessions(BATCH if limit is None else min(BATCH, limit - done))
+            scored: set[str] = set()
             for session_id in queued:
-                _score_one(store, session_id)
+                # The session after it compares itself with this one: it is scored again too.
+                this = store.endless_session(session_id)
+                following = store.session_after(this["started"], session_id) if this else None
+                for sid in (session_id, following):
+                    if sid and sid not in scored:
+                        _score_one(store, sid)
+                        scored.add(sid)
         done += len(queued)
         if len(queued) < BATCH:
             break

@@ -42,7 +42,8 @@ def item_line(item: dict[str, Any], cites: dict[str, str]) -> str:
     cite, kind, detail = item["citation"], item["kind"], item["detail"]
     if kind == "file":
         what = item["status"] or "read"
-        times = f" {item['touches']}×" if item["touches"] > 1 else ""
+        count = detail.get("changes", 0) if item["status"] == "changed" else item["touches"]
+        times = f" {count}×" if count > 1 else ""
         also = f" in {item['sessions']} sessions" if item["sessions"] > 1 else ""
         said = detail.get("answer") or detail.get("fact") or ""
         return f"- [{cite}] {item['key']} ({what}{times}{also}, last {_day(item['last_ts'])})" + (

@@ -175,6 +175,7 @@ _ERROR_LINE = re.compile(
     r"\b\w*(?:Error|Exception|Timeout)\b:|\bFAILED\b|\berror(?:\[\w+\])?:|\bfatal:|Traceback", re.I
 )
 _CODE_NAME = re.compile(r"^[A-Za-z_][\w.]*$")
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://\S+")
 
 
 def one_line(text: str, limit: int = FACT_CHARS) -> str:
@@ -277,7 +278,7 @@ def command_key(argv: list[str]) -> str:
     if not argv:
         return ""
     program = argv[0].rsplit("/", 1)[-1]
-    rest = [a for a in argv[1:] if not a.startswith("-")]
+    rest = [a for a in argv[1:] if not a.startswith("-") and not _looks_like_path(a)]
     if program.startswith("python") and len(argv) > 2 and argv[1] == "-m":
         return f"python -m {argv[2]}"
     if program in SUBCOMMANDS and rest:
@@ -295,8 +296,9 @@ def named_files(argv: list[str], cwd: str | None) -> list[str]:
     for arg in argv[1:]:
         if arg.startswith("-") or "://" in arg or len(out) >= MAX_FILES_NAMED:
             continue
+        arg = arg.split("::", 1)[0]  # pytest's test ids
         if _looks_like_path(arg):
-            path = changes.project_path(arg.split("::", 1)[0], cwd)
+            path = changes.project_path(arg, cwd)
             if path and path not in out:
                 out.append(path)
     return out
@@ -348,9 +350,9 @@ def _text_marks(event: Event) -> list[tuple[str, str, str, str]]:
 def mentioned_files(text: str, cwd: str | None) -> list[str]:
     """File paths a prompt or an answer names (``app/db.py``, ``.github/workflows/ci.yml``)."""
     out: list[str] = []
-    for match in _PATH.finditer(text):
+    for match in _PATH.finditer(_URL.sub(" ", text)):
         token = match.group(1).rstrip(".")
-        if "://" in text[max(0, match.start() - 8) : match.start() + 3] or not _looks_like_path(token):
+        if not _looks_like_path(token):
             continue
         path = changes.project_path(token, cwd)
         if path and path not in out:
@@ -365,7 +367,7 @@ def code_names(text: str) -> list[str]:
     two sessions about the same code have in common even when they name no file. Sorted, at most
     ``MAX_ENTITIES``."""
     names: set[str] = set()
-    for fragment in fragments(text):
+    for fragment in fragments(_URL.sub(" ", text)):
         name = fragment.split("=", 1)[0].strip()
         if _CODE_NAME.match(name) and len(name) >= 4 and not _looks_like_path(name):
             names.add(name)

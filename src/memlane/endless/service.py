@@ -21,11 +21,13 @@ from memlane.store.db import Store
 
 MODES = ("session", "endless")
 ENABLE_BUDGET_S = 20.0  # `memlane endless enable|consolidate`: how long they catch up before leaving it to the daemon
+READ_BUDGET_S = 5.0  # `memlane endless status`: as the knowledge commands' reads
 
 
 def mode(store: Store, cfg: Config) -> tuple[str, str]:
     """(mode, where it comes from: ``project`` or ``config``)."""
-    own = store.endless_mode() if not store.ephemeral else None
+    read = getattr(store, "endless_mode", None)  # a team server's store has no local settings
+    own = read() if callable(read) and not store.ephemeral else None
     if own in MODES:
         return str(own), "project"
     return cfg.endless.mode, "config"
