@@ -12,9 +12,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from en_support import Log, dump
 
 from conftest import wait_until
-from en_support import Log, dump
 from memlane import derived
 from memlane.endless import consolidation, service
 from memlane.store.db import Store
@@ -85,8 +85,8 @@ def test_replaced_facts_stay_in_the_memory_and_are_said_to_be_replaced(store: St
 def test_search_finds_consolidated_memories_by_words_and_korean(store: Store) -> None:
     log = Log(store)
     pool_history(log)
-    log.exchange("k1", "야간 리포트에 반품 건수도 넣어 주세요.", "app/report.py", 'COLUMNS = ["a"]', 'COLUMNS = ["a", "r"]',
-                 "리포트에 반품 건수 열을 추가했습니다.", hours=60)  # fmt: skip
+    log.exchange("k1", "야간 리포트에 반품 건수도 넣어 주세요.", "app/report.py", 'COLUMNS = ["a"]',
+                 'COLUMNS = ["a", "r"]', "리포트에 반품 건수 열을 추가했습니다.", hours=60)  # fmt: skip
     log.exchange("k2", "반품률도 보여 주세요.", "app/report.py", 'COLUMNS = ["a", "r"]', 'COLUMNS = ["a", "r", "rate"]',
                  "반품률 열을 추가했습니다.", hours=70)  # fmt: skip
     log.project()

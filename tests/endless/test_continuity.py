@@ -8,8 +8,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from en_support import Log
+
 from memlane.endless import continuity
 from memlane.store.db import Store
 

@@ -13,9 +13,9 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from click.testing import CliRunner
+from en_support import Log
 
 from conftest import payload
-from en_support import Log
 from memlane import config, derived, hooks, paths
 from memlane.cli.main import cli
 from memlane.daemon import client
@@ -37,7 +37,7 @@ def test_the_job_keeps_the_working_set_and_consolidates_only_when_due(proj: Path
         # Nothing consolidated yet and never was: the interval has passed since "never".
         assert service.consolidation_due(mem.store, cfg) == "5+ new events"
         assert job.step(mem) > 0
-        assert mem.store.consolidated_count() == 1 and [i["key"] for i in mem.working_set()][0] == "app/db.py"
+        assert mem.store.consolidated_count() == 1 and mem.working_set()[0]["key"] == "app/db.py"
         assert job.step(mem) == 0  # nothing new
         log.edit("app/db.py", "pool_size=20", "pool_size=22", "s2")
         derived.catch_up(mem.store)

@@ -7,8 +7,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from en_support import Log
+
 from memlane import derived
 from memlane.endless.marks import command_key, error_line, event_marks
 from memlane.store.db import Store
@@ -98,7 +98,8 @@ def test_an_answer_links_to_the_files_its_exchange_changed_and_the_prompt_that_a
     answer = log.answer("QueuePool exhaustion. app/db.py now uses pool_size=25. The test passes.", "s1")
     derived.catch_up(store)
     linked = store.db.execute(
-        "SELECT event_id, kind, key, role, fact FROM endless_marks WHERE role IN ('answer', 'asked') ORDER BY kind, role"
+        "SELECT event_id, kind, key, role, fact FROM endless_marks WHERE role IN ('answer', 'asked')"
+        " ORDER BY kind, role"
     ).fetchall()
     assert linked == [
         (answer.id, "command", "locust", "answer", "QueuePool exhaustion. app/db.py now uses pool_size=25."),

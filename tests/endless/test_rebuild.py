@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from en_support import Log, dump
+
 from memlane import config, derived, project
 from memlane.daemon.jobs import EndlessJob
 from memlane.importers import Importer, Options, discover

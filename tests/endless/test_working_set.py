@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from en_support import Log
+
 from memlane.config import Config
 from memlane.endless import inject, working_set
 from memlane.store.db import Store
