@@ -224,8 +224,9 @@ def rebuild(obj: Ctx, only: tuple[str, ...], as_json: bool) -> None:
     with obj.memory(create=False) as mem:
         counts = mem.rebuild(list(only))
         stats = mem.store.knowledge_counts() if not only or "knowledge" in only else None
+        endless = mem.store.endless_counts() if not only or "endless" in only else None
     if as_json:
-        render.emit_json({"rebuilt": counts, "knowledge": stats})
+        render.emit_json({"rebuilt": counts, "knowledge": stats, "endless": endless})
         return
     for name, count in counts.items():
         render.console.print(f"rebuilt {name} from {count} event(s)")
@@ -234,4 +235,9 @@ def rebuild(obj: Ctx, only: tuple[str, ...], as_json: bool) -> None:
             f"knowledge: {sum(stats['entries'].values())} entries, {sum(stats['entities'].values())} entities, "
             f"{stats['edges']} edges, {stats['superseded']} {'memory' if stats['superseded'] == 1 else 'memories'}"
             " superseded" + (f" ({stats['partly_superseded']} more in part)" if stats["partly_superseded"] else "")
+        )
+    if endless is not None:
+        render.console.print(
+            f"endless: a working set of {endless['working_set']} item(s), {endless['consolidated']} consolidated"
+            f" memor{'y' if endless['consolidated'] == 1 else 'ies'}, the continuity of {endless['sessions']} session(s)"
         )
