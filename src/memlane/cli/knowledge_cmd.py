@@ -239,5 +239,6 @@ def rebuild(obj: Ctx, only: tuple[str, ...], as_json: bool) -> None:
     if endless is not None:
         render.console.print(
             f"endless: a working set of {endless['working_set']} item(s), {endless['consolidated']} consolidated"
-            f" memor{'y' if endless['consolidated'] == 1 else 'ies'}, the continuity of {endless['sessions']} session(s)"
+            f" memor{'y' if endless['consolidated'] == 1 else 'ies'},"
+            f" the continuity of {endless['sessions']} session(s)"
         )

@@ -135,6 +135,16 @@ class EndlessStore(EventStore):
         )
         return [self._mark(r) for r in reversed(rows.fetchall())]
 
+    def events_marking(self, kind: str, keys: Sequence[str]) -> list[tuple[str, str]]:
+        """(event id, key) of every event that marks one of ``keys`` of ``kind``."""
+        if not keys:
+            return []
+        rows = self.db.execute(
+            f"SELECT DISTINCT event_id, key FROM endless_marks WHERE kind = ? AND key IN ({_marks(len(keys))})",
+            (kind, *keys),
+        )
+        return [(str(e), str(k)) for e, k in rows]
+
     def recent_marks(self, since: str, kinds: Sequence[str], limit: int) -> list[dict[str, Any]]:
         """The newest ``limit`` marks of ``kinds`` at or after ``since``, newest first."""
         rows = self.db.execute(
