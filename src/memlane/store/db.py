@@ -8,6 +8,7 @@
 - ``forget.py``      forget, redact in place, tombstones
 - ``outbox.py``      the embedding jobs the vectors worker claims and completes
 - ``imports.py``     the import ledger and the events an import made
+- ``injections.py``  what each prompt was told (the injection log)
 - ``records.py``     ``NewEvent``, ``Event``, ``AppendResult`` (no SQL)
 
 Writes happen in ``BEGIN IMMEDIATE`` transactions so concurrent hook processes serialise on
@@ -31,6 +32,7 @@ from memlane.store.fulltext import (
     query_stopwords,
 )
 from memlane.store.imports import ImportsStore
+from memlane.store.injections import InjectionsStore
 from memlane.store.outbox import OutboxStore
 from memlane.store.records import EVENT_TYPES, AppendResult, Event, NewEvent
 
@@ -53,7 +55,7 @@ __all__ = [
 ]
 
 
-class Store(FullTextStore, ForgetStore, OutboxStore, ImportsStore):
+class Store(FullTextStore, ForgetStore, OutboxStore, ImportsStore, InjectionsStore):
     """One project's memory database."""
 
     @classmethod

@@ -273,6 +273,23 @@ _M9_BOOKKEEPING = "({r}type IN ('session_start', 'session_end') OR " + _M9_PRECO
 _BOOKKEEPING = _M9_BOOKKEEPING  # what schema 9 installed; changing it is a new migration with its own literal
 
 
+def _m20_injections(db: sqlite3.Connection) -> None:
+    """What each prompt was told (``store/injections.py``): not derived from events, so kept by rebuild."""
+    _script(
+        db,
+        """
+        CREATE TABLE injections (
+            prompt_id  TEXT PRIMARY KEY REFERENCES events(id) ON DELETE CASCADE,
+            session_id TEXT NOT NULL,
+            ts         TEXT NOT NULL,
+            record     TEXT NOT NULL
+        );
+        CREATE INDEX injections_ts ON injections(ts);
+        CREATE INDEX injections_session ON injections(session_id, ts);
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", _m1_initial),
     (2, "citations", _m2_citations),
@@ -283,6 +300,8 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (7, "term_counts", _m7_term_counts),
     (8, "fts_without_boundaries", _m8_fts_without_boundaries),
     (9, "bookkeeping_out_of_search", _m9_bookkeeping_out_of_search),
+    # Numbers 10-19 and 30-89 are taken by work on other branches; 20-29 by injection.
+    (20, "injections", _m20_injections),
 ]
 
 LATEST = MIGRATIONS[-1][0]
