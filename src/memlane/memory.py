@@ -87,6 +87,18 @@ class Memory:
     def sessions(self, limit: int = 20) -> list[dict[str, Any]]:
         return self.store.sessions(limit)
 
+    def injections(self, limit: int = 20, session: str | None = None) -> list[tuple[Event, dict[str, Any]]]:
+        """What the latest prompts were told, newest first: (the prompt's event, its injection record).
+
+        A record has ``mode`` (hybrid or text), ``full`` and ``index`` (the two tiers: id, cite, score,
+        confidence, lift; ``item`` groups the full tier by exchange) and ``left_out`` (with a ``reason``).
+        Prompts whose event was forgotten are left out.
+        """
+        check_limit(limit)
+        rows = self.store.injections(limit, session)
+        events = {e.id: e for e in self.store.by_ids([pid for pid, _, _ in rows])}
+        return [(events[pid], {**record, "ts": ts}) for pid, ts, record in rows if pid in events]
+
     def stats(self) -> dict[str, Any]:
         out = self.store.stats()
         out["project_root"] = str(self.project.root)

@@ -87,7 +87,8 @@ def set_(key: str, value: str) -> None:
 def unset(key: str) -> None:
     """Return section.key to its default."""
     section, _, name = key.partition(".")
-    config.get_value(config.Config(), key)
+    if key not in config.RETIRED:  # a retired setting can still be taken out of the file
+        config.get_value(config.Config(), key)
     data = config.read_file(paths.config_path())
     data.get(section, {}).pop(name, None)
     _write({k: v for k, v in data.items() if v})

@@ -343,9 +343,10 @@ class Retriever:
             hits = select.current_first(head, self.store, limit)[:limit]
         else:
             hits = self._resolve(ranked, limit, filters)
-        labels = scoring.classify([h.score for h in hits], rcfg, [h.event.session_id for h in hits])
-        for hit, label in zip(hits, labels, strict=True):
-            hit.confidence = "superseded" if "superseded" in hit.sources else label
+        level = scoring.background([c.score for c in ranked], scoring.no_evidence(rcfg, bool(near)))
+        for hit in hits:
+            hit.sources["lift"] = rise = scoring.lift(hit.score, level)
+            hit.confidence = "superseded" if "superseded" in hit.sources else scoring.tier(hit.score, rise, rcfg)
         return hits
 
     def _exchange_support(self, ranked: list[_Candidate], weight: float, exclude: set[str]) -> list[_Candidate]:

@@ -21,14 +21,26 @@ if TYPE_CHECKING:
 class InjectionsStore(StoreConnection):
     """The injection log."""
 
+    # The hook that answers a prompt logs what it was told; it must not wait behind another writer for it.
+    RECORD_WAIT_MS = 50
+
     def record_injection(self, prompt_id: str, session_id: str, record: dict[str, Any]) -> None:
-        """Keep what ``prompt_id`` was told (a later answer for the same prompt replaces the row)."""
-        with self.write() as tx:
-            tx.execute(
-                "INSERT OR REPLACE INTO injections (prompt_id, session_id, ts, record)"
-                " SELECT id, ?, ?, ? FROM events WHERE id = ?",
-                (session_id, keys.now_iso(), json.dumps(record, separators=(",", ":")), prompt_id),
-            )
+        """Keep what ``prompt_id`` was told (a later answer for the same prompt replaces the row).
+
+        Waits at most ``RECORD_WAIT_MS`` for the write lock (raises ``sqlite3.OperationalError`` past it):
+        the row is for people and for citation counts, and the prompt's answer must not wait for it.
+        """
+        wait = self.db.execute("PRAGMA busy_timeout").fetchone()[0]
+        self.db.execute(f"PRAGMA busy_timeout = {self.RECORD_WAIT_MS}")
+        try:
+            with self.write() as tx:
+                tx.execute(
+                    "INSERT OR REPLACE INTO injections (prompt_id, session_id, ts, record)"
+                    " SELECT id, ?, ?, ? FROM events WHERE id = ?",
+                    (session_id, keys.now_iso(), json.dumps(record, separators=(",", ":")), prompt_id),
+                )
+        finally:
+            self.db.execute(f"PRAGMA busy_timeout = {int(wait)}")
 
     def injections(self, limit: int = 20, session: str | None = None) -> list[tuple[str, str, dict[str, Any]]]:
         """(prompt event id, time, record) of the latest answered prompts, newest first."""
