@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
     from memlane.retrieval.select import Injection, Item
 
-HEADER = "memlane: memory from earlier sessions in this project that may bear on this prompt."
+HEADER = "memlane: relevant memory from earlier sessions in this project (expand with `memlane show mem:ID`)."
 FULL_TITLE = "## Relevant memories (in full)"
 INDEX_TITLE = "## Possibly relevant (index: open one with `memlane show mem:ID` or the mem-details tool)"
 START_HEADER = "memlane: where this project left off (expand with `memlane show mem:ID`)."
