@@ -9,6 +9,7 @@
 - ``outbox.py``      the embedding jobs the vectors worker claims and completes
 - ``imports.py``     the import ledger and the events an import made
 - ``injections.py``  what each prompt was told (the injection log)
+- ``browse.py``      pages by cursor, counts, rows after a seq, per-day and health figures (the dashboard)
 - ``records.py``     ``NewEvent``, ``Event``, ``AppendResult`` (no SQL)
 
 Writes happen in ``BEGIN IMMEDIATE`` transactions so concurrent hook processes serialise on
@@ -21,6 +22,7 @@ The public methods of ``Store`` are the surface a second backend implements. Std
 
 from __future__ import annotations
 
+from memlane.store.browse import BrowseStore
 from memlane.store.connection import REPAIR_SUFFIX, StoreDamaged, damage_message, is_damage
 from memlane.store.forget import ForgetStore
 from memlane.store.fulltext import (
@@ -55,7 +57,7 @@ __all__ = [
 ]
 
 
-class Store(FullTextStore, ForgetStore, OutboxStore, ImportsStore, InjectionsStore):
+class Store(FullTextStore, ForgetStore, OutboxStore, ImportsStore, InjectionsStore, BrowseStore):
     """One project's memory database."""
 
     @classmethod

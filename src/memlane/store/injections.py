@@ -15,6 +15,7 @@ from memlane.store.connection import StoreConnection
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import Any
 
 
@@ -42,15 +43,35 @@ class InjectionsStore(StoreConnection):
         finally:
             self.db.execute(f"PRAGMA busy_timeout = {int(wait)}")
 
-    def injections(self, limit: int = 20, session: str | None = None) -> list[tuple[str, str, dict[str, Any]]]:
-        """(prompt event id, time, record) of the latest answered prompts, newest first."""
-        where, args = ("WHERE session_id = ?", [session]) if session else ("", [])
+    def injection_records(self, prompt_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The records of these prompts (those that have one), each with its ``ts``."""
+        if not prompt_ids:
+            return {}
+        marks = ",".join("?" * len(prompt_ids))
         rows = self.db.execute(
-            f"SELECT prompt_id, ts, record FROM injections {where} ORDER BY ts DESC, rowid DESC LIMIT ?",
-            [*args, limit],
+            f"SELECT prompt_id, ts, record FROM injections WHERE prompt_id IN ({marks})", list(prompt_ids)
         )
-        return [(r[0], r[1], json.loads(r[2])) for r in rows]
+        return {r[0]: {**json.loads(r[2]), "ts": r[1]} for r in rows}
 
-    def injection_of(self, prompt_id: str) -> dict[str, Any] | None:
-        row = self.db.execute("SELECT record FROM injections WHERE prompt_id = ?", (prompt_id,)).fetchone()
-        return json.loads(row[0]) if row else None
+    def prompts_shown(self, event_id: str, limit: int = 20) -> list[str]:
+        """Ids of the prompts whose record shows ``event_id`` in either tier, newest first."""
+        needle = f'"id":{json.dumps(event_id)}'  # the rows' compact JSON; left_out rows are checked below
+        out: list[str] = []
+        for prompt_id, record in self.db.execute(
+            "SELECT prompt_id, record FROM injections WHERE instr(record, ?) > 0 ORDER BY ts DESC", (needle,)
+        ):
+            shown = json.loads(record)
+            if any(row.get("id") == event_id for row in shown.get("full", []) + shown.get("index", [])):
+                out.append(prompt_id)
+                if len(out) >= limit:
+                    break
+        return out
+
+    def injection_counts(self) -> dict[str, int]:
+        """Prompts, prompts with an injection record, and prompts that were shown memories (either tier)."""
+        prompts = self.db.execute("SELECT COUNT(*) FROM events WHERE type = 'user_prompt'").fetchone()[0]
+        row = self.db.execute(
+            "SELECT COUNT(*), COALESCE(SUM(json_array_length(record, '$.full')"
+            " + json_array_length(record, '$.index') > 0), 0) FROM injections"
+        ).fetchone()
+        return {"prompts": int(prompts), "recorded": int(row[0]), "injected": int(row[1])}
