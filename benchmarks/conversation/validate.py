@@ -58,12 +58,27 @@ PARTICLES = (
 
 
 def stem_en(word: str) -> str:
-    for suffix, repl in (("ies", "y"), ("ied", "y"), ("ing", ""), ("ed", ""), ("es", ""), ("s", ""), ("ly", "")):
+    """A light Porter-like stem: plurals, -ing/-ed/-ly, doubled consonants, a final e, y → i."""
+    if len(word) <= 2:
+        return word
+    if word.endswith("ies") or word.endswith("ied"):
+        word = word[:-3] + "y"
+    elif word.endswith("sses"):
+        word = word[:-2]
+    elif re.search(r"(?:[sxz]|ch|sh)es$", word):
+        word = word[:-2]
+    elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
+        word = word[:-1]
+    for suffix in ("ing", "ed", "ly"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            word = word[: -len(suffix)] + repl
+            word = word[: -len(suffix)]
             break
     if len(word) >= 4 and word[-1] == word[-2] and word[-1] not in "aeiouls":
         word = word[:-1]  # runn(ing) → run
+    if len(word) >= 4 and word.endswith("e"):
+        word = word[:-1]  # slide / slid(ing)
+    if len(word) >= 3 and word.endswith("y"):
+        word = word[:-1] + "i"  # try / tri(ed)
     return word
 
 
