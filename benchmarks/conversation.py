@@ -17,6 +17,7 @@ measures, per split and kind:
 
   bm25@5 / text@5   plain Okapi BM25 and memlane full-text: an evidence turn in the top 5
   r@5 / r@10        ``Memory.search`` (the Retriever, hybrid in ``--mode hybrid``): an evidence turn in the top k
+  s@10              the same top 10 holds a turn of an evidence turn's session (session recall, as LoCoMo reports)
   injected          what UserPromptSubmit injects with the daemon up (``Engine.relevant``, i.e. the daemon's
                     ``/api/inject`` → ``select_for_injection``): questions whose selection holds an evidence turn
   mem/q             memories injected per question
@@ -47,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from longmemeval import BM25  # noqa: E402 - the same baseline as the LongMemEval benchmark
+from longmemeval import BM25  # the same baseline as the LongMemEval benchmark
 
 DATA = Path(__file__).resolve().parent / "conversation" / "data"
 KINDS = ("single", "multi", "temporal", "paraphrase", "update", "inference", "unanswerable")
@@ -244,9 +245,7 @@ def evaluate(
                 query = retrieval_query(q["text"], cfg)
                 ranked = retriever.search(query, limit=rcfg.retrieval.candidates, now=now["now"])
                 text_hits = Retriever(memory.store, cfg).search(query, limit=SEARCH_K, now=now["now"])
-                gate_in = retriever.search(
-                    query, limit=rcfg.retrieval.candidates, now=now["now"], current_first=False
-                )
+                gate_in = retriever.search(query, limit=rcfg.retrieval.candidates, now=now["now"], current_first=False)
                 chosen = inject(engine, memory, query)
                 tiers = chosen if isinstance(chosen, dict) else {"injected": chosen}
                 records.append(
@@ -262,9 +261,7 @@ def evaluate(
                         "bm25": [turn_of[events[i].id] for i in bm25.rank(query)[:SEARCH_K]],
                         "text": [turn_of.get(h.event.id) for h in text_hits],
                         "hits": [_hit(h, turn_of) for h in ranked[:KEEP_HITS]],
-                        "candidates": [
-                            _hit(h, turn_of) for h in by_support(gate_in, cfg.injection.max_results * 3)
-                        ],
+                        "candidates": [_hit(h, turn_of) for h in by_support(gate_in, cfg.injection.max_results * 3)],
                         "selection": {name: [_hit(h, turn_of) for h in hs] for name, hs in tiers.items()},
                     }
                 )
@@ -291,6 +288,11 @@ def injected(r: dict[str, Any], tier: str = "injected") -> list[str]:
     return [h["turn"] for h in r["selection"].get(tier, [])]
 
 
+def sessions(turns: list[Any]) -> set[str]:
+    """The conversation sessions (``cN:sNN``) of turn ids or hit records."""
+    return {(t["turn"] if isinstance(t, dict) else t or "").rsplit(":", 1)[0] for t in turns} - {""}
+
+
 def metrics(rows: list[dict[str, Any]], tier: str = "injected") -> dict[str, Any]:
     """The summary of ``rows`` (see the module doc); None where a metric has no question to measure."""
     ans = [r for r in rows if r["answerable"]]
@@ -313,13 +315,16 @@ def metrics(rows: list[dict[str, Any]], tier: str = "injected") -> dict[str, Any
         "text@5": share(ans, lambda r: found(r["text"], r, 5)),
         "r@5": share(ans, lambda r: found(r["hits"], r, 5)),
         "r@10": share(ans, lambda r: found(r["hits"], r, 10)),
+        "s@10": share(ans, lambda r: bool(sessions(r["hits"][:10]) & sessions(r["evidence"]))),
         "injected": share(ans, lambda r: bool(set(injected(r, tier)) & set(r["evidence"]))),
         "mem/q": statistics.mean(len(injected(r, tier)) for r in rows) if rows else None,
         "precision": good / len(shown) if shown else None,
         "silent": share(miss, lambda r: not injected(r, tier)),
         "unanswerable": len(miss),
         "stale alone": sum(
-            1 for r in upd if set(injected(r, tier)) & set(r["stale"]) and not set(injected(r, tier)) & set(r["evidence"])
+            1
+            for r in upd
+            if set(injected(r, tier)) & set(r["stale"]) and not set(injected(r, tier)) & set(r["evidence"])
         ),
         "updates": len(upd),
     }
@@ -342,7 +347,7 @@ def summary(records: list[dict[str, Any]], tier: str = "injected") -> dict[str, 
     return out
 
 
-COLUMNS = ("n", "bm25@5", "text@5", "r@5", "r@10", "injected", "mem/q", "precision", "silent", "stale alone")
+COLUMNS = ("n", "bm25@5", "text@5", "r@5", "r@10", "s@10", "injected", "mem/q", "precision", "silent", "stale alone")
 
 
 def _cell(key: str, m: dict[str, Any]) -> str:

@@ -30,8 +30,7 @@ TURN_ID = re.compile(r"^c\d+:s\d{2}:t\d{2}$")
 
 # A small stop list: function words, pronouns, auxiliaries, question words and the verbs every
 # question about a conversation uses ("what did she say"). Anything else is a content word.
-STOP_EN = set(
-    """
+_STOP_EN = """
 a about above after again against all also am an and any are as at be because been before being below
 between both but by can could did do does doing done down during each few for from further had has have
 having he her here hers herself him himself his how i if in into is it its itself just me more most my
@@ -40,15 +39,14 @@ some such than that the their theirs them themselves then there these they this 
 under until up very was we were what when where which while who whom why will with would you your yours
 yourself yourselves s t don ll re ve m d
 say said says tell told ask asked mention mentioned talk talked think thought
-""".split()
-)
-STOP_KO = set(
-    """
+"""
+_STOP_KO = """
 뭐 뭐야 뭐였 뭐라 무엇 무슨 어디 어디야 언제 언제야 어떻게 어떤 왜 누구 누가 얼마 얼마나 몇 그 이 저 그거 이거 저거
 그리고 그래서 근데 그런데 하지만 했어 했다 했는 했던 하는 하고 해서 해야 했지 있어 있었 있는 있다 없어 없었 없는
 한다 했대 했다고 말했 말한 얘기 이야 이야기 라고 이라 였어 이었 인가 일까 거야 건가 것 거 수 때 좀 더 또 다시 지금
-""".split()
-)
+"""
+STOP_EN = frozenset(_STOP_EN.split())
+STOP_KO = frozenset(_STOP_KO.split())
 _HANGUL = re.compile(r"[\uac00-\ud7a3]+")
 _LATIN = re.compile(r"[a-z0-9]+")
 PARTICLES = (
@@ -63,9 +61,7 @@ def stem_en(word: str) -> str:
         return word
     if word.endswith("ies") or word.endswith("ied"):
         word = word[:-3] + "y"
-    elif word.endswith("sses"):
-        word = word[:-2]
-    elif re.search(r"(?:[sxz]|ch|sh)es$", word):
+    elif word.endswith("sses") or re.search(r"(?:[sxz]|ch|sh)es$", word):
         word = word[:-2]
     elif word.endswith("s") and not word.endswith(("ss", "us", "is")):
         word = word[:-1]
@@ -99,26 +95,38 @@ def content_words(text: str) -> set[str]:
 
 
 def shared(a: set[str], b: set[str]) -> set[str]:
-    """Words of ``a`` that ``b`` has too: the same stem, or (English) one stem a 5-letter-or-longer prefix of the other."""
+    """Words of ``a`` that ``b`` has too: the same stem, or (English) one stem a prefix of the other, both
+    five letters or longer."""
     out = a & b
     for x in a - out:
-        if not x.startswith("ko:") and len(x) >= 5 and any(len(y) >= 5 and (y.startswith(x) or x.startswith(y)) for y in b):
+        if (
+            not x.startswith("ko:")
+            and len(x) >= 5
+            and any(len(y) >= 5 and (y.startswith(x) or x.startswith(y)) for y in b)
+        ):
             out.add(x)
     return out
 
 
-def has_term(text: str, term: str) -> bool:
-    """Does ``text`` contain the phrase ``term`` (as stemmed words in order; Korean by substring)?"""
+def stems(text: str) -> list[str]:
+    return [stem_en(w) for w in _LATIN.findall(text.lower())]
+
+
+def has_term(text: str, term: str, tokens: list[str] | None = None) -> bool:
+    """Does ``text`` contain the phrase ``term`` (as stemmed words in order; Korean by substring)?
+    ``tokens``: ``stems(text)``, when the caller has them already."""
     if _HANGUL.search(term):
         return term in text
-    words = [stem_en(w) for w in _LATIN.findall(term.lower())]
-    tokens = [stem_en(w) for w in _LATIN.findall(text.lower())]
+    words = stems(term)
+    tokens = stems(text) if tokens is None else tokens
     n = len(words)
     return any(tokens[i : i + n] == words for i in range(len(tokens) - n + 1))
 
 
 def load(data: Path = DATA) -> list[dict[str, Any]]:
-    return [json.loads(p.read_text(encoding="utf-8")) for p in sorted(data.glob("c*.json"), key=lambda p: int(p.stem[1:]))]
+    return [
+        json.loads(p.read_text(encoding="utf-8")) for p in sorted(data.glob("c*.json"), key=lambda p: int(p.stem[1:]))
+    ]
 
 
 def check(convs: list[dict[str, Any]]) -> list[str]:
@@ -126,11 +134,12 @@ def check(convs: list[dict[str, Any]]) -> list[str]:
     seen: set[str] = set()
     for conv in convs:
         cid = conv["id"]
+        ids = [t["id"] for s in conv["sessions"] for t in s["turns"]]
         turns = {t["id"]: t for s in conv["sessions"] for t in s["turns"]}
         dates = [s["date"] for s in conv["sessions"]]
         if dates != sorted(dates):
             problems.append(f"{cid}: sessions out of date order")
-        for tid in turns:
+        for tid in ids:
             if not TURN_ID.match(tid) or not tid.startswith(cid + ":"):
                 problems.append(f"{cid}: bad turn id {tid}")
             if tid in seen:
@@ -139,6 +148,7 @@ def check(convs: list[dict[str, Any]]) -> list[str]:
         if {t["speaker"] for t in turns.values()} != set(conv["speakers"].values()):
             problems.append(f"{cid}: speakers do not match the turns")
         whole = "\n".join(t["text"] for t in turns.values())
+        whole_stems = stems(whole)
         for q in conv["questions"]:
             qid, ev, st = q["id"], q["evidence"], q.get("stale", [])
             if q["kind"] not in KINDS:
@@ -170,7 +180,7 @@ def check(convs: list[dict[str, Any]]) -> list[str]:
                 if not keys:
                     problems.append(f"{qid}: unanswerable without key terms")
                 for term in keys:
-                    if not has_term(whole, term):
+                    if not has_term(whole, term, whole_stems):
                         problems.append(f"{qid}: key term {term!r} is not in the conversation")
                     if q["lang"] == conv["lang"] and not has_term(q["text"], term):
                         problems.append(f"{qid}: key term {term!r} is not in the question")
