@@ -284,8 +284,13 @@ def lang_row(r: dict[str, Any]) -> str:
     return f"{r['lang']}→{r['conv_lang']}"
 
 
-def injected(r: dict[str, Any], tier: str = "injected") -> list[str]:
-    return [h["turn"] for h in r["selection"].get(tier, [])]
+Tier = str | tuple[str, ...]
+
+
+def injected(r: dict[str, Any], tier: Tier = "injected") -> list[str]:
+    """The turns a record's selection put in ``tier`` (a tuple: in any of those tiers, e.g. "reachable")."""
+    names = (tier,) if isinstance(tier, str) else tier
+    return [h["turn"] for name in names for h in r["selection"].get(name, [])]
 
 
 def sessions(turns: list[Any]) -> set[str]:
@@ -293,7 +298,7 @@ def sessions(turns: list[Any]) -> set[str]:
     return {(t["turn"] if isinstance(t, dict) else t or "").rsplit(":", 1)[0] for t in turns} - {""}
 
 
-def metrics(rows: list[dict[str, Any]], tier: str = "injected") -> dict[str, Any]:
+def metrics(rows: list[dict[str, Any]], tier: Tier = "injected") -> dict[str, Any]:
     """The summary of ``rows`` (see the module doc); None where a metric has no question to measure."""
     ans = [r for r in rows if r["answerable"]]
     miss = [r for r in rows if not r["answerable"]]
@@ -330,7 +335,7 @@ def metrics(rows: list[dict[str, Any]], tier: str = "injected") -> dict[str, Any
     }
 
 
-def summary(records: list[dict[str, Any]], tier: str = "injected") -> dict[str, dict[str, dict[str, Any]]]:
+def summary(records: list[dict[str, Any]], tier: Tier = "injected") -> dict[str, dict[str, dict[str, Any]]]:
     """split → row (all, each kind, each language row) → ``metrics``."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for split in ("dev", "test"):
@@ -366,7 +371,7 @@ def print_table(table: dict[str, dict[str, Any]], split: str) -> None:
         print(f"  {name:<13}" + "".join(f"{_cell(c, m):>12}" for c in COLUMNS))
 
 
-def show(records: list[dict[str, Any]], tier: str = "injected") -> None:
+def show(records: list[dict[str, Any]], tier: Tier = "injected") -> None:
     """The questions the hook got wrong: evidence not injected, a stale turn alone, or a no-match injection."""
     for r in records:
         got = injected(r, tier)
@@ -378,7 +383,8 @@ def show(records: list[dict[str, Any]], tier: str = "injected") -> None:
         print(f"{r['id']} [{r['kind']}, {r['lang']}] {r['text']}")
         print(f"    evidence {' '.join(r['evidence']) or '-'}  stale {' '.join(r['stale']) or '-'}  "
               f"first evidence at rank {rank}")  # fmt: skip
-        chosen = " ".join(f"{h['turn']}({h['confidence']})" for h in r["selection"].get(tier, []))
+        names = (tier,) if isinstance(tier, str) else tier
+        chosen = " ".join(f"{h['turn']}({h['confidence']})" for n in names for h in r["selection"].get(n, []))
         top = " ".join(f"{h['turn']}:{h['score']:.2f}" for h in r["hits"][:3])
         print(f"    injected {chosen or '-'}")
         print(f"    top 3    {top}")

@@ -176,6 +176,8 @@ def test_another_selection_is_measured_on_the_same_records(tmp_path: Path) -> No
     assert all(set(r["selection"]) == {"full", "index"} for r in records)
     assert bench.metrics(records, "full")["injected"] == 1.0
     assert bench.metrics(records, "full")["silent"] == 0.0
+    assert bench.metrics(records, ("full", "index")) == bench.metrics(records, "full")
+    assert bench.metrics(records, "index")["injected"] == 0.0
 
 
 def test_a_real_conversation_is_stored_as_capture_writes_it(tmp_path: Path) -> None:
