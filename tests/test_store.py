@@ -331,3 +331,16 @@ def test_replace_derived_swaps_events_without_a_tombstone(store: Store) -> None:
     assert session is not None
     assert session["event_count"] == 2 and session["summary"] == "second summary"
     assert store.tombstones() == []
+
+
+def test_a_migration_numbered_below_the_highest_applied_is_still_applied(tmp_path: Path) -> None:
+    """Parallel work takes ranges of numbers: a store that already has a higher number still gets a lower one."""
+    db = sqlite3.connect(tmp_path / "gap.db", isolation_level=None)
+    schema.migrate(db, target=schema.LATEST - 1)
+    db.execute(  # a later-numbered migration, applied by a newer build before this one's arrived
+        "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, 'later', '2026-01-01')",
+        (schema.LATEST + 100,),
+    )
+    assert schema.migrate(db) == [schema.LATEST]
+    assert schema.migrate(db) == []
+    db.close()

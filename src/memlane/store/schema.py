@@ -289,27 +289,34 @@ LATEST = MIGRATIONS[-1][0]
 
 
 def current_version(db: sqlite3.Connection) -> int:
+    """The highest migration applied (0 for a new database)."""
+    return max(applied_versions(db), default=0)
+
+
+def applied_versions(db: sqlite3.Connection) -> set[int]:
     db.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations "
         "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)"
     )
-    row = db.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
-    return int(row[0] or 0)
+    return {int(r[0]) for r in db.execute("SELECT version FROM schema_migrations")}
 
 
 def migrate(db: sqlite3.Connection, target: int = LATEST) -> list[int]:
-    """Apply missing migrations up to ``target``; returns the versions applied.
+    """Apply every migration up to ``target`` that the database lacks, in number order; returns those applied.
 
-    ``BEGIN IMMEDIATE`` serialises concurrent first-openers: the loser waits, then sees the work done.
+    A lacking migration is applied even below the highest one applied: work that lands in parallel takes
+    its own range of numbers, so a store may have 20 before 10 arrives. ``BEGIN IMMEDIATE`` serialises
+    concurrent first-openers: the loser waits, then sees the work done.
     """
+    wanted = {number for number, _, _ in MIGRATIONS if number <= target}
+    if wanted <= applied_versions(db):
+        return []
     applied: list[int] = []
-    if current_version(db) >= target:
-        return applied
     db.execute("BEGIN IMMEDIATE")
     try:
-        version = current_version(db)
+        done = applied_versions(db)
         for number, name, step in MIGRATIONS:
-            if version < number <= target:
+            if number in wanted and number not in done:
                 step(db)
                 db.execute(
                     "INSERT INTO schema_migrations (version, name, applied_at) "
