@@ -147,7 +147,8 @@ def test_a_tiny_conversation_scores_exactly_with_full_text(tmp_path: Path) -> No
     assert [r["id"] for r in records] == ["c1:q01", "c1:q02", "c1:q03"]
     first = records[0]
     assert first["hits"][0]["turn"] == "c1:s01:t01", "the only turn naming the corgi puppy ranks first"
-    assert first["bm25"][0] == first["text"][0] == "c1:s01:t01"
+    assert first["bm25"][0] == first["fts"][0] == "c1:s01:t01"
+    assert first["text"] == "What is the corgi puppy called?", "the record keeps the question"
     assert set(first["evidence_events"]) == {h["event"] for h in first["hits"] if h["turn"] == "c1:s01:t01"}
     table = bench.summary(records)["dev"]
     assert table["all"]["r@5"] == table["all"]["r@10"] == table["all"]["s@10"] == 1.0
