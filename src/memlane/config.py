@@ -216,11 +216,25 @@ class RetrievalConfig(Section):
 
 
 class DaemonConfig(Section):
-    host: str = _f("127.0.0.1", "Address the daemon binds (loopback only).")
+    host: str = _f(
+        "127.0.0.1", "Address the daemon binds: loopback, unless a dashboard password is set (dashboard.password_hash)."
+    )
     port: int = _f(37777, "Port of the daemon's HTTP API.")
     idle_timeout_s: int = _f(1800, "The daemon exits after this long without requests or work.")
     autostart: bool = _f(True, "SessionStart starts the daemon, detached, when it is down.")
     hook_deadline_ms: int = _f(120, "How long a hook waits for the daemon before falling back to full-text search.")
+
+
+class DashboardConfig(Section):
+    password_hash: str = _f(
+        "",
+        "scrypt hash of the dashboard password (set it with `memlane dashboard --set-password`); without one the "
+        "dashboard opens only through a one-time login link and the daemon binds loopback only.",
+    )
+    hosts: list[str] = _f(
+        [], "Extra host names the dashboard answers to (Host and Origin) when daemon.host is not loopback."
+    )
+    live_poll_ms: int = _f(500, "How often the live stream looks for new events (milliseconds).")
 
 
 class RegionsConfig(Section):
@@ -290,6 +304,7 @@ class Config:
     vectors: VectorsConfig
     retrieval: RetrievalConfig
     daemon: DaemonConfig
+    dashboard: DashboardConfig
     regions: RegionsConfig
     workflow: WorkflowConfig
     context: ContextConfig
@@ -315,6 +330,7 @@ SECTIONS: dict[str, type[Section]] = {
     "vectors": VectorsConfig,
     "retrieval": RetrievalConfig,
     "daemon": DaemonConfig,
+    "dashboard": DashboardConfig,
     "regions": RegionsConfig,
     "workflow": WorkflowConfig,
     "context": ContextConfig,

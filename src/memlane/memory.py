@@ -13,7 +13,7 @@ import os
 from collections.abc import Iterator, Sequence
 from typing import IO, Any
 
-from memlane import config, moments, project
+from memlane import config, moments, paths, project
 from memlane.errors import InputError, MemlaneError, NotFoundError
 from memlane.logs import log
 from memlane.store.db import EVENT_TYPES, Event, Store
@@ -123,6 +123,101 @@ class Memory:
         engine = engine or Engine(self.config, vectors=semantic)
         return list(engine.search(self, query, limit=limit, exclude_ids=list(exclude_ids), **filters))
 
+    # ---- browsing (the dashboard) ----------------------------------------------------------------
+
+    def page(
+        self,
+        *,
+        after: tuple[str, int] | None = None,
+        limit: int = 50,
+        oldest_first: bool = False,
+        **filters: Any,
+    ) -> list[Event]:
+        """One page of events by time, past the cursor ``after`` = (ts, seq) of the last one shown."""
+        check_limit(limit)
+        return self.store.page(after=after, limit=limit, oldest_first=oldest_first, **_filters(filters))
+
+    def count(self, **filters: Any) -> int:
+        """How many events match the filters (counted up to ``store.browse.COUNT_CAP`` + 1 when filtered)."""
+        return self.store.count_events(**_filters(filters))
+
+    def after_seq(self, seq: int, types: Sequence[str] | None = None, limit: int = 200) -> list[Event]:
+        """Events stored after ``seq``, oldest first: what a live view has not shown yet."""
+        check_types(types)
+        return self.store.after_seq(seq, types=list(types or ()) or None, limit=limit)
+
+    def latest_seq(self) -> int:
+        return self.store.latest_seq()
+
+    def sessions_page(self, page: int = 1, page_size: int = 20) -> tuple[list[dict[str, Any]], int]:
+        """Sessions newest first, one page (1-based), and the total."""
+        if isinstance(page, bool) or not isinstance(page, int) or page < 1:
+            raise InputError(f"page must be a whole number from 1, got {page!r}")
+        check_limit(page_size)
+        return self.store.sessions_page((page - 1) * page_size, page_size)
+
+    def session(self, session_id: str) -> dict[str, Any]:
+        """A session's row with its events counted by type; NotFoundError when there is none."""
+        row = self.store.session(session_id)
+        if row is None:
+            raise NotFoundError(f"no session '{session_id}' in project {self.project.id}")
+        row["by_type"] = self.store.session_type_counts(session_id)
+        return row
+
+    def daily(self, days: int = 30) -> list[dict[str, Any]]:
+        """Events and active sessions per UTC day over the last ``days`` days (days without events included)."""
+        from datetime import UTC, datetime, timedelta
+
+        check_limit(days, 366)
+        today = datetime.now(UTC).date()
+        first = today - timedelta(days=days - 1)
+        found = {d: (n, s) for d, n, s in self.store.daily_counts(first.isoformat())}
+        out = []
+        for i in range(days):
+            day = (first + timedelta(days=i)).isoformat()
+            n, s = found.get(day, (0, 0))
+            out.append({"date": day, "eventCount": n, "sessionCount": s})
+        return out
+
+    def health(self) -> dict[str, Any]:
+        """``stats`` plus what the dashboard charts: outbox health, injection rate, redactions by kind and
+        the size on disk of the store and its vectors."""
+        out = self.stats()
+        out["outbox_health"] = self.store.outbox_health()
+        out["injection"] = self.store.injection_counts()
+        # What was removed, by kind: at capture (the events' privacy stamps, summed by ``stats``), and each secret
+        # kind a later ``memlane privacy scan --redact`` found.
+        out["redactions"] = {
+            "private section": out["privacy"]["private_sections"],
+            "secret (at capture)": out["privacy"]["secrets_redacted"],
+            **{f"{k} (scan)": n for k, n in self.store.scan_redaction_kinds().items()},
+        }
+        out["vectors_bytes"] = _tree_bytes(paths.vectors_dir(self.project.id))
+        return out
+
+    def injections(self, limit: int = 20, session: str | None = None) -> list[tuple[Event, dict[str, Any]]]:
+        """The latest prompts with what was injected for each (``metadata["injection"]``: mode, full, index,
+        left_out); a prompt without that record comes with an empty dict ("nothing recorded")."""
+        check_limit(limit)
+        prompts = self.store.history(session=session or None, types=["user_prompt"], limit=limit)
+        out = []
+        for event in prompts:
+            record = event.metadata.get("injection")
+            out.append((event, record if isinstance(record, dict) else {}))
+        return out
+
+    def injected_into(self, ref: str, limit: int = 20) -> list[Event]:
+        """Prompts whose recorded injection included this memory, newest first."""
+        check_limit(limit)
+        return self.store.prompts_injecting(self.get(ref).cite, limit)
+
+    def count_matches(self, query: str) -> int:
+        """Events holding every word of ``query`` (up to ``store.browse.COUNT_CAP`` + 1): a search's total."""
+        from memlane.store.fulltext import parse_query
+
+        words, trigrams, _short = parse_query(check_query(query))
+        return self.store.count_matches(words, trigrams)
+
     # ---- curating ------------------------------------------------------------------------------
 
     def forget_preview(self, **selector: Any) -> list[tuple[str, str]]:
@@ -217,10 +312,14 @@ def _filters(filters: dict[str, Any]) -> dict[str, Any]:
 
 
 def _forget_selector(selector: dict[str, Any]) -> dict[str, Any]:
-    """``before`` as a stored timestamp: "7d" compared as a string would select every event."""
-    if selector.get("before"):
-        return {**selector, "before": moments.parse(selector["before"], "before")}
-    return selector
+    """``before``/``since``/``until`` as stored timestamps: "7d" compared as a string would select every event."""
+    out = dict(selector)
+    for bound in ("before", "since", "until"):
+        if out.get(bound):
+            out[bound] = moments.parse(out[bound], bound)
+    if out.get("since") and out.get("until") and out["since"] >= out["until"]:
+        raise InputError("since must be earlier than until")
+    return out
 
 
 def _describe(selector: dict[str, Any]) -> tuple[str, str]:
@@ -230,7 +329,20 @@ def _describe(selector: dict[str, Any]) -> tuple[str, str]:
         return "event", ",".join(selector["ids"])
     if selector.get("session"):
         return "session", str(selector["session"])
+    if selector.get("since") or selector.get("until"):
+        return "range", f"{selector.get('since') or ''}..{selector.get('until') or ''}"
     return "before", str(selector.get("before"))
+
+
+def _tree_bytes(root: os.PathLike[str] | str) -> int:
+    total = 0
+    for folder, _dirs, files in os.walk(root):
+        for name in files:
+            try:
+                total += os.path.getsize(os.path.join(folder, name))
+            except OSError:
+                pass
+    return total
 
 
 def _markdown(event: Event) -> str:

@@ -2,40 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import click
 import tomli_w
 
-from memlane import atomic, config, paths
+from memlane import config, config_file, paths
 from memlane.cli import render
-
-
-def render_toml(values: dict[str, dict[str, Any]], user_set: dict[str, dict[str, Any]] | None) -> str:
-    """A documented config file. With ``user_set``, keys the user did not set are commented out."""
-    out = ["# memlane configuration — every setting, with its default. Environment: MEMLANE_<SECTION>_<KEY>.", ""]
-    docs = config.docs()
-    current = None
-    for section, key, default, doc in docs:
-        if section != current:
-            if current is not None:
-                out.append("")
-            out.append(f"[{section}]")
-            current = section
-        out.append(f"# {doc}")
-        value = values[section][key]
-        line = tomli_w.dumps({key: value}).strip()
-        if user_set is not None and key not in user_set.get(section, {}):
-            line = "\n".join("# " + part for part in tomli_w.dumps({key: default}).strip().splitlines())
-        out.append(line)
-    return "\n".join(out) + "\n"
-
-
-def _write(data: dict[str, dict[str, Any]]) -> None:
-    cfg = config.Config()
-    config._apply(cfg, data, "config")  # validate the whole file before writing anything
-    path = paths.config_path()
-    atomic.write_text(path, render_toml(config.as_dict(cfg), data), atomic.PRIVATE)
+from memlane.config_file import render_toml
 
 
 @click.group("config")
@@ -72,25 +44,18 @@ def get(key: str, as_json: bool) -> None:
 @click.argument("value")
 def set_(key: str, value: str) -> None:
     """Set section.key to VALUE (TOML syntax: 3000, true, ["a", "b"], or plain text)."""
-    section, _, name = key.partition(".")
-    config.get_value(config.Config(), key if name else f"{key}.")  # names the typo, if any
-    if not name:
+    if "." not in key:
+        config.get_value(config.Config(), f"{key}.")  # names the typo, if any
         raise click.UsageError("give a key as section.key, e.g. injection.max_chars")
-    data = config.read_file(paths.config_path())
-    data.setdefault(section, {})[name] = config.parse_value(value)
-    _write(data)
-    click.echo(f"{key} = {tomli_w.dumps({'v': config.get_value(config.load(), key)})[4:].strip()}")
+    # The dashboard's settings page makes this same call: both refuse a bad value with the same message.
+    click.echo(f"{key} = {config_file.show_value(config_file.set_text(key, value))}")
 
 
 @config_group.command("unset")
 @click.argument("key")
 def unset(key: str) -> None:
     """Return section.key to its default."""
-    section, _, name = key.partition(".")
-    config.get_value(config.Config(), key)
-    data = config.read_file(paths.config_path())
-    data.get(section, {}).pop(name, None)
-    _write({k: v for k, v in data.items() if v})
+    config_file.unset(key)
     click.echo(f"{key} reset to its default")
 
 

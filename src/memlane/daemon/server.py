@@ -40,6 +40,7 @@ from memlane.errors import InputError, MemlaneError
 from memlane.logs import log
 from memlane.memory import Memory
 from memlane.retrieval.engine import Engine
+from memlane.web.auth import PROJECT_COOKIE
 
 SWITCH_INTERVAL_S = 0.001
 HOOK_TIMES_KEPT = 200  # per event, for the median in /api/health
@@ -57,13 +58,16 @@ class DaemonError(MemlaneError, RuntimeError):
 
 
 class Guard:
-    """ASGI middleware: token, Host and Origin checks before any route runs."""
+    """ASGI middleware: Host and Origin checks, then the token (or the dashboard's session cookie and, on a
+    mutation, its CSRF token: ``web.auth``) before any route runs."""
 
-    def __init__(self, app: ASGIApp, token: str, port: int) -> None:
+    def __init__(self, app: ASGIApp, token: str, port: int, web_auth: Any = None, names: tuple[str, ...] = ()) -> None:
         self.app = app
         self.token = token.encode()
-        self.hosts = {f"127.0.0.1:{port}".encode(), f"localhost:{port}".encode()}
-        self.origins = {f"http://127.0.0.1:{port}".encode(), f"http://localhost:{port}".encode()}
+        self.web_auth = web_auth
+        hosts = ("127.0.0.1", "localhost", *names)
+        self.hosts = {f"{h}:{port}".encode() for h in hosts}
+        self.origins = {f"http://{h}:{port}".encode() for h in hosts}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -79,11 +83,70 @@ class Guard:
             auth = headers.get(b"authorization", b"")
             if not (auth.startswith(b"Bearer ") and hmac.compare_digest(auth[7:], self.token)):
                 problem = (401, "missing or wrong token")
+                if self.web_auth is not None and not auth:
+                    problem = self.web_auth.check(scope["method"], scope["path"], headers)
         if problem:
-            response = JSONResponse({"error": problem[1]}, status_code=problem[0])
+            response: Response = JSONResponse({"error": problem[1]}, status_code=problem[0])
+            if problem[0] == 401 and "text/html" in headers.get(b"accept", b"").decode("latin-1"):
+                response = _login_needed()
             await response(scope, receive, send)
             return
-        await self.app(scope, receive, send)
+
+        async def send_secured(message: Any) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = [*message.get("headers", []), *SECURITY_HEADERS]
+            await send(message)
+
+        await self.app(scope, receive, send_secured)
+
+
+# On every answer: the dashboard's pages run no script but the package's own and cannot be framed; stored
+# content rendered in them is escaped, and this is the second wall if an escape were ever missed.
+SECURITY_HEADERS = [
+    (
+        b"content-security-policy",
+        b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+        b"form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+    ),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+]
+
+
+def _spec_search(body: dict[str, Any]) -> dict[str, Any]:
+    """The web-viewer spec's search body (``filters``, ``options``) in the flat form ``_search`` takes."""
+    out = dict(body)
+    filters, options = body.get("filters"), body.get("options")
+    if filters is not None:
+        if not isinstance(filters, dict):
+            raise InputError("filters must be a JSON object")
+        for spec, flat in (("sessionId", "session"), ("dateFrom", "since"), ("dateTo", "until")):
+            if filters.get(spec) is not None:
+                out[flat] = filters[spec]
+        kinds = filters.get("eventType")
+        if kinds is not None:
+            out["types"] = [kinds] if isinstance(kinds, str) else kinds
+    if options is not None:
+        if not isinstance(options, dict):
+            raise InputError("options must be a JSON object")
+        if "topK" in options:
+            out["limit"] = options["topK"]
+        if "minScore" in options:
+            out["min_score"] = options["minScore"]
+    return out
+
+
+def _login_needed() -> Response:
+    """What a browser without a session sees: how to get in, never a page of the dashboard."""
+    from starlette.responses import HTMLResponse
+
+    return HTMLResponse(
+        "<!doctype html><meta charset=utf-8><title>memlane</title><h1>memlane dashboard</h1>"
+        "<p>Not logged in. Run <code>memlane dashboard</code> for a one-time login link, "
+        "or <a href=/login>log in with the dashboard password</a> if one is set.</p>",
+        status_code=401,
+    )
 
 
 class Daemon:
@@ -143,7 +206,11 @@ class Daemon:
 
     def _search(self, body: dict[str, Any]) -> dict[str, Any]:
         """One ``Memory.search`` call: the library checks the query, limit, types and since/until, so
-        HTTP accepts and refuses exactly what the CLI and MCP tools do. Only JSON shapes are checked here."""
+        HTTP accepts and refuses exactly what the CLI and MCP tools do. Only JSON shapes are checked here.
+
+        Also takes the web-viewer spec's shape (``filters: {sessionId, eventType, dateFrom, dateTo}``,
+        ``options: {topK, minScore}``) and answers with the spec's ``meta`` (total matches, time, mode)."""
+        body = _spec_search(body)
         for name in ("types", "exclude_ids"):
             value = body.get(name)
             if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
@@ -151,7 +218,11 @@ class Daemon:
         for name in ("session", "since", "until"):
             if body.get(name) is not None and not isinstance(body[name], str):
                 raise InputError(f"{name} must be a string")
+        min_score = body.get("min_score", 0.0)
+        if isinstance(min_score, bool) or not isinstance(min_score, int | float) or not 0 <= min_score <= 1:
+            raise InputError("minScore must be a number from 0 to 1")
         with self.memory(body) as mem:
+            started = time.perf_counter()
             hits = mem.search(
                 body.get("query", ""),  # a missing or non-string query is refused by Memory.search
                 limit=body.get("limit", 10),
@@ -162,7 +233,17 @@ class Daemon:
                 exclude_ids=body.get("exclude_ids") or (),
                 engine=self.engine,
             )
-            return {"project_id": mem.project.id, "results": [h.as_dict() for h in hits]}
+            elapsed = (time.perf_counter() - started) * 1000
+            hits = [h for h in hits if h.score >= min_score]
+            return {
+                "project_id": mem.project.id,
+                "results": [h.as_dict() for h in hits],
+                "meta": {
+                    "totalMatches": mem.count_matches(body["query"]),
+                    "searchTime": round(elapsed, 1),
+                    "mode": self.engine.mode(mem, body["query"]),
+                },
+            }
 
     def _inject(self, body: dict[str, Any]) -> dict[str, Any]:
         prompt = body.get("prompt")
@@ -261,7 +342,15 @@ class Daemon:
         return await self.answer(fn, body)
 
     async def search(self, request: Request) -> JSONResponse:
-        return await self.json_route(request, self._search)
+        # From the dashboard (its cookie), a body without cwd or project_id searches the project it shows.
+        chosen = request.query_params.get("project") or request.cookies.get(PROJECT_COOKIE)
+
+        def run(body: dict[str, Any]) -> dict[str, Any]:
+            if chosen and not body.get("cwd") and not body.get("project_id"):
+                body = {**body, "project_id": chosen}
+            return self._search(body)
+
+        return await self.json_route(request, run)
 
     async def inject(self, request: Request) -> JSONResponse:
         return await self.json_route(request, self._inject)
@@ -362,6 +451,9 @@ class Daemon:
         return JSONResponse({"ok": True, "stopping": True})
 
     def app(self, token: str, port: int) -> ASGIApp:
+        from memlane import web
+
+        self.web_auth = web.Auth(token, self.cfg.dashboard.password_hash)
         routes = [
             Route("/api/health", self.health, methods=["GET"]),
             Route("/api/search", self.search, methods=["POST"]),
@@ -371,8 +463,13 @@ class Daemon:
             Route("/api/shutdown", self.shutdown, methods=["POST"]),
             Route("/api/hook/{event}", self.hook, methods=["POST"]),
             *context_routes.routes(self),
+            *web.routes(self),
         ]
-        return Guard(Starlette(routes=routes), token, port)
+        return Guard(Starlette(routes=routes), token, port, self.web_auth, allowed_names(self.cfg))
+
+    def compose_context(self, body: dict[str, Any]) -> dict[str, Any]:
+        """``/api/context/compose`` in-process (the dashboard's context preview), with this daemon's volatile state."""
+        return context_routes.compose(self, body)
 
     # ---- background work -----------------------------------------------------------------------
 
@@ -409,10 +506,30 @@ class Daemon:
         server.should_exit = True
 
 
-def _bind(host: str, port: int) -> socket.socket:
-    if host not in ("127.0.0.1", "localhost", "::1"):
-        raise DaemonError(f"daemon.host must be a loopback address, not {host!r}")
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def allowed_names(cfg: config.Config) -> tuple[str, ...]:
+    """Host names besides loopback that requests may name (Host, Origin): only when bound elsewhere."""
+    host = cfg.daemon.host
+    if host in LOOPBACK:
+        return ()
+    names = [*cfg.dashboard.hosts]
+    if host not in ("0.0.0.0", "::"):
+        names.append(host)
+    else:
+        names.append(socket.gethostname())
+    return tuple(names)
+
+
+def _bind(host: str, port: int, password_hash: str = "") -> socket.socket:
+    if host not in LOOPBACK and not password_hash:
+        raise DaemonError(
+            f"daemon.host {host!r} is not a loopback address: set a dashboard password first "
+            "(memlane dashboard --set-password), or bind 127.0.0.1"
+        )
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
         sock.bind(("127.0.0.1" if host == "localhost" else host, port))
@@ -447,7 +564,7 @@ def serve(cfg: config.Config | None = None, port: int | None = None, worker: boo
     # interval (5 ms by default) each time, several times a request. 1 ms keeps a hook's answer from queueing.
     sys.setswitchinterval(SWITCH_INTERVAL_S)
     lock_fd = acquire_lock()
-    sock = _bind(cfg.daemon.host, port)
+    sock = _bind(cfg.daemon.host, port, cfg.dashboard.password_hash)
     port = sock.getsockname()[1]
     token = state.ensure_token()
     daemon = Daemon(cfg)

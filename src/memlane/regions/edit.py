@@ -262,3 +262,25 @@ def remove_region(doc: Document, name: str) -> Region:
         lines[-1] = parser.strip_eol(lines[-1])
     doc.reparse()
     return region
+
+
+def set_raw(doc: Document, name: str, text: str) -> Region:
+    """Replace a region's content with ``text`` as written (the dashboard's raw editor). Text holding a region
+    marker is refused: it would open or close a region inside this one."""
+    doc.require_well_formed()
+    region = doc.region(name)
+    body = text.replace("\r\n", "\n").replace("\r", "\n").removesuffix("\n")
+    lines = body.split("\n") if body else []
+    for n, line in enumerate(lines):
+        if parser.marker(line):
+            raise RegionError(f"line {n + 1} of the new content is a region marker; edit markers in the file itself")
+    nl = doc.newline
+    doc.lines[region.start + 1 : region.end] = [line + nl for line in lines]
+    doc.reparse()
+    return doc.region(name)
+
+
+def raw_body(doc: Document, name: str) -> str:
+    """A region's content as written, without its markers (what the raw editor shows)."""
+    region = doc.region(name)
+    return "".join(doc.lines[region.start + 1 : region.end])

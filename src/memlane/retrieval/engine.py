@@ -235,6 +235,10 @@ class Engine:
                     self._prepared.pop(next(iter(self._prepared)))
         return True
 
+    def mode(self, memory: Memory, query: str) -> str:
+        """How a search for ``query`` is answered here: ``hybrid`` (words and vectors) or ``fts`` (words only)."""
+        return "hybrid" if self.vectors and self._vectors_for(memory, query) else "fts"
+
     def _vectors_for(self, memory: Memory, prompt: str) -> bool:
         """Whether a search for ``prompt`` uses the vector side (the rule ``Retriever.search`` follows)."""
         from memlane.retrieval.hybrid import uses_vectors

@@ -8,6 +8,7 @@
 - ``forget.py``      forget, redact in place, tombstones
 - ``outbox.py``      the embedding jobs the vectors worker claims and completes
 - ``imports.py``     the import ledger and the events an import made
+- ``browse.py``      pages by cursor, counts, rows after a seq, per-day and health figures (the dashboard)
 - ``records.py``     ``NewEvent``, ``Event``, ``AppendResult`` (no SQL)
 
 Writes happen in ``BEGIN IMMEDIATE`` transactions so concurrent hook processes serialise on
@@ -20,6 +21,7 @@ The public methods of ``Store`` are the surface a second backend implements. Std
 
 from __future__ import annotations
 
+from memlane.store.browse import BrowseStore
 from memlane.store.connection import REPAIR_SUFFIX, StoreDamaged, damage_message, is_damage
 from memlane.store.forget import ForgetStore
 from memlane.store.fulltext import (
@@ -53,7 +55,7 @@ __all__ = [
 ]
 
 
-class Store(FullTextStore, ForgetStore, OutboxStore, ImportsStore):
+class Store(FullTextStore, ForgetStore, OutboxStore, ImportsStore, BrowseStore):
     """One project's memory database."""
 
     @classmethod

@@ -26,9 +26,11 @@ class ForgetStore(EventStore):
         ids: Sequence[str] = (),
         session: str | None = None,
         before: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
         everything: bool = False,
     ) -> list[tuple[str, str]]:
-        """(id, type) of the events a forget would remove."""
+        """(id, type) of the events a forget would remove; ``since``/``until`` select a time range."""
         if everything:
             return [tuple(r) for r in self.db.execute("SELECT id, type FROM events")]
         if ids:
@@ -38,6 +40,9 @@ class ForgetStore(EventStore):
             return [tuple(r) for r in self.db.execute("SELECT id, type FROM events WHERE session_id = ?", (session,))]
         if before:
             return [tuple(r) for r in self.db.execute("SELECT id, type FROM events WHERE ts < ?", (before,))]
+        if since or until:
+            where, args = self._filters(since=since, until=until)
+            return [tuple(r) for r in self.db.execute(f"SELECT id, type FROM events {where}", args)]
         return []
 
     def forget(self, targets: Sequence[tuple[str, str]], scope: str, selector: str) -> int:
