@@ -274,6 +274,36 @@ def evaluate(
     return records
 
 
+def injection_rows(split: str, cache: Path | None, ask: Callable[..., Any], row: Callable[..., Any],
+                   text_only: bool = False) -> Iterable[dict[str, Any]]:  # fmt: skip
+    """The questions of ``split`` through ``benchmarks/injection.py``'s ``ask`` (the hook's two tiers), as its rows."""
+    from memlane import config
+    from memlane.capture.inject import retrieval_query
+    from memlane.retrieval.engine import fitted_config
+    from memlane.retrieval.hybrid import Retriever
+
+    cfg = config.load()
+    for conv in conversations(split):
+        workdir = Path(tempfile.mkdtemp(prefix=f"conv-{conv.id}-"))
+        try:
+            memory, event_of = build(conv, workdir, cfg, not text_only, cache)
+            now = datetime.fromisoformat(conv.asked_at.replace("Z", "+00:00"))
+            engine = _hook_engine(cfg, not text_only, {"now": now})
+            if text_only:
+                retriever, index, rcfg = Retriever(memory.store, cfg), None, cfg
+            else:
+                retriever, index = engine.retriever(memory), engine.index(memory.project.id)
+                rcfg = fitted_config(cfg, engine.embedder)
+            for q in conv.questions:
+                answer = ask(memory.store, retriever, index, rcfg, retrieval_query(q["text"], cfg), now)
+                good = {event_of[t] for t in q["evidence"]} if q["answerable"] else set()
+                yield row("conversation", q["id"], conv.split, q["kind"], q["lang"], q["answerable"], answer,
+                          good, {event_of[t] for t in q["stale"]})  # fmt: skip
+            memory.close()
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
 # ---- metrics ----------------------------------------------------------------------------------------------
 
 

@@ -179,7 +179,7 @@ def conversation_rows(split: str, cache: Path | None) -> Iterator[dict[str, Any]
     except ImportError:
         print("conversation corpus: benchmarks/conversation.py not found; skipped", file=sys.stderr)
         return
-    yield from conv.injection_rows(split, cache, ask, row)
+    yield from conv.injection_rows(split, cache, ask, row, text_only=TEXT_ONLY)
 
 
 def row(
