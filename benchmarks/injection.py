@@ -164,7 +164,9 @@ def lme_rows(split: str, path: Path, stride: int, cache: Path | None) -> Iterato
             asked = datetime.fromisoformat(lme.iso(q["question_date"]).replace("Z", "+00:00"))
             if TEXT_ONLY:
                 index, cfg = None, config.load()
-            answer = ask(store, Retriever(store, cfg, embedder if index else None, index), index, cfg, q["question"], asked)
+            answer = ask(
+                store, Retriever(store, cfg, embedder if index else None, index), index, cfg, q["question"], asked
+            )
             abstain = q["question_id"].endswith("_abs")
             yield row("lme", q["question_id"], split, q["question_type"], "en", not abstain, answer,
                       set() if abstain else set(turns), set())  # fmt: skip

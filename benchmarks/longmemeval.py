@@ -156,8 +156,8 @@ def evaluate(
     ``mode``: ``bm25`` (plain Okapi BM25 over turns), ``text`` (memlane full-text), ``hybrid``.
     """
     from memlane import config
-    from memlane.retrieval.hybrid import Retriever
     from memlane.capture.inject import candidates_kept
+    from memlane.retrieval.hybrid import Retriever
     from memlane.retrieval.select import by_support, select_for_injection
 
     cfg = cfg or config.load()  # defaults and MEMLANE_* overrides: a weight or a model tried without editing

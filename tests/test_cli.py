@@ -110,7 +110,6 @@ def test_export_formats(filled: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("args", "message"),
     [
-        (["show", "mem:zzzzzz"], "no memory for this project yet"),
         (["history", "--since", "yesterday-ish"], "is not a date"),
         (["history", "--type", "nope"], "Invalid value"),
         (["history", "--limit", "0"], "Invalid value"),

@@ -2,9 +2,11 @@
 
 A block holds ``$ command`` lines, each followed by the output it must print (stdout and stderr, as a
 terminal shows them). The commands run in ``bash`` from a project folder ``~/shop`` in a fresh home
-folder (``HOME`` and so ``~/.memlane`` are temporary), with ``memlane`` being this source tree, no
-daemon started behind our back, and output piped (so tables are tab-separated rows; whitespace is
-compared loosely). What changes run to run is matched by shape:
+folder (``HOME`` and so ``~/.memlane`` are temporary), with ``memlane`` being this source tree and its
+default settings (only the daemon's port is a free one, so no other daemon is met), and output piped
+(so tables are tab-separated rows; whitespace is compared loosely). Nothing in the README starts the
+daemon (a search is a read: ``daemon.search_starts`` is off), which the test checks at the end. What
+changes run to run is matched by shape:
 
 - ``mem:k3x9q2`` (a citation) and ``shop-1a2b3c4d`` (a project id) match any of their kind; the first
   match binds the name, later output must agree, and later commands get the real value substituted,
@@ -165,10 +167,18 @@ def newcomer(tmp_path: Path) -> tuple[Path, dict[str, str]]:
         PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
         PYTHONPATH=str(REPO / "src"),
         PYTHONUNBUFFERED="1",  # stdout and stderr interleave as on a terminal
-        MEMLANE_DAEMON_AUTOSTART="false",
+        MEMLANE_DAEMON_PORT=str(_free_port()),  # a newcomer's defaults otherwise: the daemon may autostart
         COLUMNS="100",
     )
     return project, env
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 @pytest.mark.slow
@@ -198,6 +208,8 @@ def test_readme_examples_run_and_print_what_it_says(newcomer: tuple[Path, dict[s
         session.bound.update(found)
         failed_on_purpose = any(line.startswith("Error:") for line in expected)
         assert result.returncode == 0 or failed_on_purpose, f"{where}: exit {result.returncode}"
+    # Reads start nothing: the search → process → search → status sequence ran without a daemon.
+    assert not (Path(home) / ".memlane" / "daemon.json").exists(), "a README command started the daemon"
 
 
 def reference_examples(text: str) -> list[tuple[int, str]]:

@@ -36,9 +36,10 @@ def test_status_json_shows_hooks_plugin_mcp_and_daemon(proj: Path) -> None:
     assert data["daemon"]["running"] is False and data["daemon"]["backlog"] == 0
     assert isinstance(data["data_bytes"], int)
     text = run(proj, "status")[1]
-    assert f"hooks (local)  {len(install.HOOKS)} event(s) in {proj / '.claude' / 'settings.local.json'}" in text
-    assert f"mcp            vscode (project): {proj / '.vscode' / 'mcp.json'}" in text
-    assert "daemon         not running, backlog 0 event(s)" in text
+    # key<TAB>value in a pipe (cut -f2 works)
+    assert f"hooks (local)\t{len(install.HOOKS)} event(s) in {proj / '.claude' / 'settings.local.json'}\n" in text
+    assert f"mcp\tvscode (project): {proj / '.vscode' / 'mcp.json'}\n" in text
+    assert "daemon\tnot running, backlog 0 event(s)\n" in text
 
 
 def test_doctor_explains_a_daemon_that_failed_to_start(proj: Path) -> None:

@@ -400,7 +400,10 @@ def test_hybrid_finds_paraphrases_and_exact_identifiers(mem: Memory, embedder: A
     assert hits[0].score > 2 * hits[1].score  # a paraphrase with no shared word still leads clearly
     assert engine.search(mem, "pool_manager.py", limit=2)[0].event.type == "tool_observation"
     assert not engine.relevant(mem, "How do I bake sourdough bread at home?")  # neither tier
-    assert "webhook" in engine.relevant(mem, "stripe webhook calls fail sometimes, do we retry them?").full[0].event.content
+    assert (
+        "webhook"
+        in engine.relevant(mem, "stripe webhook calls fail sometimes, do we retry them?").full[0].event.content
+    )
 
 
 def test_tiers_read_the_score_against_the_querys_background() -> None:
@@ -504,7 +507,9 @@ def test_the_full_text_fallback_gives_the_same_answer_for_an_exact_error(one_top
     hybrid = Engine(one_topic.config).relevant(one_topic, prompt)
     fallback = prompt_hits(one_topic.store, prompt, one_topic.config)
     assert hybrid.full[0].event.id == fallback.full[0].event.id
-    assert not prompt_hits(one_topic.store, "Add a QR code with the tracking number to every label", one_topic.config).items
+    assert not prompt_hits(
+        one_topic.store, "Add a QR code with the tracking number to every label", one_topic.config
+    ).items
 
 
 def test_a_newer_memory_on_the_same_subject_supersedes_the_older(proj: Path, embedder: Any) -> None:

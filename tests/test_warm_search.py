@@ -47,10 +47,24 @@ def test_cli_search_without_daemon_loads_the_model_here(hook, proj: Path, no_loc
     assert state.read_info() is None  # autostart is off in tests: nothing was started
 
 
-def test_cli_search_starts_the_daemon_for_next_time(  # type: ignore[no-untyped-def]
+def test_cli_search_starts_no_daemon_by_default(  # type: ignore[no-untyped-def]
     hook, proj: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """A search is a read: even with SessionStart's autostart on, it leaves no process behind."""
+    from memlane.daemon import spawn
+
+    started: list[int] = []
+    monkeypatch.setattr(spawn, "start_detached", lambda *a, **k: started.append(1) or 1)
     monkeypatch.setenv("MEMLANE_DAEMON_AUTOSTART", "true")
+    hook("UserPromptSubmit", payload("02-UserPromptSubmit.json"))
+    assert "zebrafinch" in json.dumps(search_json(proj, "connection pool")[0])
+    assert started == [] and state.read_info() is None
+
+
+def test_cli_search_starts_the_daemon_for_next_time_when_allowed(  # type: ignore[no-untyped-def]
+    hook, proj: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMLANE_DAEMON_SEARCH_STARTS", "true")
     with socket.socket() as sock:  # the default port may be taken by a real daemon on this machine
         sock.bind(("127.0.0.1", 0))
         monkeypatch.setenv("MEMLANE_DAEMON_PORT", str(sock.getsockname()[1]))

@@ -89,6 +89,13 @@ class PrivacyConfig(Section):
     redact_secrets: bool = _f(True, "Redact passwords, tokens, API keys, private keys and credentials in URLs.")
     secret_marker: str = _f("[REDACTED]", "Text that replaces a redacted secret.")
     extra_patterns: list[str] = _f([], "Additional regular expressions whose matches are redacted.")
+    preserve_line_count: bool = _f(
+        False, "A private section leaves as many line breaks as it held, so line numbers after it stay right."
+    )
+    anonymize: bool = _f(
+        False, "Replace e-mail addresses, phone numbers and anonymize_names by [EMAIL], [PHONE] and [NAME]."
+    )
+    anonymize_names: list[str] = _f([], "Names replaced by [NAME] when anonymize is on (whole words, any case).")
 
 
 class CaptureConfig(Section):
@@ -121,6 +128,28 @@ class InjectionConfig(Section):
 class StoreConfig(Section):
     busy_timeout_ms: int = _f(5000, "SQLite busy timeout for the CLI and daemon.")
     hook_busy_timeout_ms: int = _f(1500, "SQLite busy timeout inside hooks; past it the event is spooled.")
+    backup_interval_min: int = _f(
+        60,
+        "The daemon backs up each store that changed at most this often (projects/<id>/backups, 0600); "
+        "`doctor --repair` restores lost events from them. 0 = no backups.",
+    )
+    backups_kept: int = _f(3, "Backups kept per store (the oldest go first).")
+
+
+class StorageConfig(Section):
+    path: str = _f(
+        "", "Where project stores (memory.db, vectors, context) live; empty: <data dir>/projects. Move existing ones."
+    )
+    max_size_mb: int = _f(
+        0, "Cap on a project's SQLite store (MB); past it the daemon prunes the oldest low-value events. 0 = no cap."
+    )
+
+
+class FeaturesConfig(Section):
+    session_summary: bool = _f(True, "Write an extractive summary of each session when it ends.")
+    insight_extraction: bool = _f(
+        True, "Let the learning loop extract insights from sessions (read by the knowledge layer; no LLM unless set)."
+    )
 
 
 class LoggingConfig(Section):
@@ -228,7 +257,14 @@ class DaemonConfig(Section):
     )
     port: int = _f(37777, "Port of the daemon's HTTP API.")
     idle_timeout_s: int = _f(1800, "The daemon exits after this long without requests or work.")
-    autostart: bool = _f(True, "SessionStart starts the daemon, detached, when it is down.")
+    autostart: bool = _f(
+        True, "SessionStart (and the MCP server, which lives as long as a session) starts the daemon when it is down."
+    )
+    search_starts: bool = _f(
+        False,
+        "`memlane search` starts the daemon (detached; it stays up to idle_timeout_s, ~280 MB) when it is down, so "
+        "later searches use its warm model. Off: a search is a read and starts nothing; it loads the model itself.",
+    )
     hook_deadline_ms: int = _f(120, "How long a hook waits for the daemon before falling back to full-text search.")
 
 
@@ -258,6 +294,7 @@ class WorkflowConfig(Section):
     max_session_age_days: int = _f(90, "Workflow session files older than this are removed by cleanup.")
     max_response_length: int = _f(2000, "Claude responses appended to a workflow session are cut to this length.")
     summarization: bool = _f(False, "Summarise workflow sessions (extractive, no LLM).")
+    summary_max_length: int = _f(500, "Longest workflow session summary (characters).")
     default_progress: str = _f("{}", "JSON merged into a new progress.json.")
 
 
@@ -306,6 +343,8 @@ class Config:
     capture: CaptureConfig
     injection: InjectionConfig
     store: StoreConfig
+    storage: StorageConfig
+    features: FeaturesConfig
     logging: LoggingConfig
     embedding: EmbeddingConfig
     vectors: VectorsConfig
@@ -332,6 +371,8 @@ SECTIONS: dict[str, type[Section]] = {
     "capture": CaptureConfig,
     "injection": InjectionConfig,
     "store": StoreConfig,
+    "storage": StorageConfig,
+    "features": FeaturesConfig,
     "logging": LoggingConfig,
     "embedding": EmbeddingConfig,
     "vectors": VectorsConfig,
@@ -417,7 +458,11 @@ def _apply(cfg: Config, data: dict[str, Any], source: str) -> None:
             if f"{section}.{key}" in RETIRED:
                 from memlane.logs import log
 
-                log("config", "warning", f"{source}: {section}.{key} is no longer used; see {RETIRED[section + '.' + key]}")
+                log(
+                    "config",
+                    "warning",
+                    f"{source}: {section}.{key} is no longer used; see {RETIRED[section + '.' + key]}",
+                )
                 continue
             if key not in hints:
                 raise ConfigError(f"{source}: unknown key '{section}.{key}'{_suggest(key, list(hints))}")
@@ -494,6 +539,8 @@ def load(path: Path | None = None, environ: dict[str, str] | None = None) -> Con
     cfg = Config()
     _apply(cfg, read_file(path), str(path))
     _apply(cfg, env_overrides(environ), "environment")
+    if environ is None and path == paths.config_path():
+        paths.set_storage_path(cfg.storage.path)  # where the project stores live (paths.projects_root)
     return cfg
 
 
@@ -527,6 +574,7 @@ def load_cached() -> Config:
     cfg = Config()
     _apply(cfg, data or {}, file)
     _apply(cfg, env_overrides(), "environment")
+    paths.set_storage_path(cfg.storage.path)
     return cfg
 
 

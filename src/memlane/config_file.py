@@ -49,25 +49,56 @@ def split_key(key: str) -> tuple[str, str]:
     return section, name
 
 
-def set_values(values: dict[str, Any]) -> None:
+def set_values(values: dict[str, Any], notes: list[str] | None = None) -> None:
     """Set several ``section.key`` values (already typed: TOML or JSON values) in one write, after validating
-    the whole file; a bad value raises ``ConfigError`` naming it, and nothing is written."""
+    the whole file; a bad value raises ``ConfigError`` naming it, and nothing is written. An embedding model
+    that cannot be used is a bad value too (``embedding_note``); what could not be checked goes to ``notes``."""
     data = config.read_file(paths.config_path())
+    names = []
     for key, value in values.items():
         section, name = split_key(key)
         data.setdefault(section, {})[name] = value
+        names.append((section, name))
+    embedding = [name for section, name in names if section == "embedding" and name in EMBEDDING_KEYS]
+    note = embedding_note(data, embedding) if embedding else ""
     _write(data)
+    if note and notes is not None:
+        notes.append(note)
 
 
-def set_value(key: str, value: Any) -> Any:
+def set_value(key: str, value: Any, notes: list[str] | None = None) -> Any:
     """``set_values`` for one key; returns its effective value."""
-    set_values({key: value})
+    set_values({key: value}, notes)
     return config.get_value(config.load(), key)
 
 
-def set_text(key: str, raw: str) -> Any:
+def set_text(key: str, raw: str, notes: list[str] | None = None) -> Any:
     """``set_value`` for a value typed by a person: TOML when it parses (3000, true, ["a"]), else the text."""
-    return set_value(key, config.parse_value(raw))
+    return set_value(key, config.parse_value(raw), notes)
+
+
+EMBEDDING_KEYS = ("model", "provider", "runtime", "url", "api_key_env")
+
+
+def embedding_note(data: dict[str, Any], keys: list[str]) -> str:
+    """Refuse a model or runtime that cannot be used (``ConfigError``, nothing written: it used to be taken,
+    and every search quietly became full-text only); return what could not be checked.
+
+    Setting the provider, url or key first, before the model, is the usual order (the README's): then the
+    model still named is only a note, so the settings can be changed one at a time.
+    """
+    from memlane.embed.check import check  # the embedding package (numpy) only when embedding settings change
+
+    cfg = config.Config()
+    config._apply(cfg, data, "config")
+    for key, value in config.env_overrides().get("embedding", {}).items():  # checked as it will run
+        setattr(cfg.embedding, key, value)
+    verdict = check(cfg.embedding)
+    if verdict.problem and ("model" in keys or "runtime" in keys):
+        raise config.ConfigError(f"{verdict.problem}; embedding settings left unchanged")
+    if verdict.problem:
+        return f"{verdict.problem}; set embedding.model to one that works next"
+    return verdict.note
 
 
 def unset(key: str) -> None:

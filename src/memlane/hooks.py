@@ -382,9 +382,64 @@ def _cwd(payload: dict[str, Any], hook_cwd: str | None = None) -> str:
     return own_cwd
 
 
-def _output(event: str, context: str) -> str:
-    body = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
-    return json.dumps(body, ensure_ascii=False)
+def _output(event: str, context: str, message: str = "") -> str:
+    """The hook's stdout: context for the model and, when there is one, a message Claude Code shows the user
+    (``systemMessage``: never sent to the model; recorded in the transcript as a ``hook_system_message``)."""
+    body: dict[str, Any] = {}
+    if message:
+        body["systemMessage"] = message
+    if context:
+        body["hookSpecificOutput"] = {"hookEventName": event, "additionalContext": context}
+    return json.dumps(body, ensure_ascii=False) if body else ""
+
+
+def _privacy_notice(event: str, batch: list[NewEvent], store: Store, ids: list[str]) -> str:
+    """An opening private tag that is never closed leaves the rest of the text unfiltered (guessing where the
+    section ends could destroy or leak text): logged for every event, and said to the user once per prompt."""
+    unclosed = 0
+    for item in batch:
+        found = (item.metadata.get("privacy") or {}).get("unclosed_tags")
+        unclosed += found if isinstance(found, int) else 0
+    if not unclosed:
+        return ""
+    log("privacy", "warning", f"{event}: {unclosed} unclosed private tag(s); the text after each was stored unfiltered")
+    if event != "UserPromptSubmit":
+        return ""
+    stored = store.get(ids[0]) if ids else None
+    undo = f"; `memlane forget {stored.cite}` removes the stored prompt" if stored is not None else ""
+    return (
+        "memlane: your prompt opens a <private> tag that is never closed, so the text after it was stored "
+        f"unfiltered. Close it with </private> next time{undo}."
+    )
+
+
+WORKFLOW_RESULT_CHARS = 8000  # within Claude Code's 10,000-character cut of additionalContext
+
+
+def _workflow_command(payload: dict[str, Any], proj: project.Project, cfg: config.Config) -> tuple[str, str] | None:
+    """A ``/workflow-memory <command>`` prompt, run here (seed 001's in-session command):
+    (context for Claude, message for the user); None for any other prompt."""
+    prompt = payload.get("prompt")
+    if not isinstance(prompt, str) or "workflow-memory" not in prompt[:40]:
+        return None  # most prompts: one substring test, nothing imported
+    from memlane.workflow import command
+
+    args = command.parse(prompt)
+    if args is None:
+        return None
+    try:
+        result = command.run(args, proj, cfg.workflow)
+    except Exception as exc:  # noqa: BLE001 - say it failed; capture and the session go on
+        log("hooks", "error", f"/workflow-memory {' '.join(args)} failed: {exc!r}")
+        result = f"error: {type(exc).__name__}: {exc}"
+    if len(result) > WORKFLOW_RESULT_CHARS:
+        result = result[:WORKFLOW_RESULT_CHARS] + "\n… (cut; `memlane workflow …` in a shell shows all of it)"
+    shown = " ".join(["/workflow-memory", *args])
+    context = (
+        f"memlane already ran the user's `{shown}` (a workflow-memory command answered by memlane's own hook; "
+        f"nothing else needs doing). Its result, to show the user:\n{result}"
+    )
+    return context, f"memlane {shown}:\n{result}"
 
 
 def handle(
@@ -425,6 +480,10 @@ def handle(
         asked, query = None, ""
         # A background subagent's report arrives as a prompt nobody typed: stored as its answer, never a query.
         typed = event == "UserPromptSubmit" and not build.task_notification(payload.get("prompt"))
+        notice = _privacy_notice(event, batch, store, ids)
+        answered = _workflow_command(payload, proj, cfg) if typed else None
+        if answered is not None:  # a command to memlane, not a question: its answer instead of memories
+            return _output(event, answered[0], "\n".join(filter(None, [notice, answered[1]])))
         inject_now = cfg.injection.enabled and (typed or event != "UserPromptSubmit")
         if typed and inject_now:
             query = prompt_query(payload, batch, cfg)
@@ -435,18 +494,20 @@ def handle(
             )
         drain_spool(store)
         response = batch[0].content if event == "Stop" and batch else ""
+        summaries = cfg.features.session_summary
         if event == "SessionEnd":
             _replace_imported(store, payload["session_id"], "session_end")
-            _session_end_summary(store, payload["session_id"], payload)
+            if summaries:
+                _session_end_summary(store, payload["session_id"], payload)
         elif event == "SessionStart" and batch and batch[0].metadata.get("source") == "startup":
             _replace_imported(store, payload["session_id"], "session_start")
-        if event == "SessionStart":
+        if event == "SessionStart" and summaries:
             _summarize_unended(store, payload["session_id"], payload)
         note = _workflow(event, payload, proj, cfg, response)
         if typed and batch and ids:
             _learn_preferences(store, proj, cfg, ids[0], batch[0].content)
         if event not in INJECTING or not inject_now:
-            return ""
+            return _output(event, "", notice)
         if event == "UserPromptSubmit":
             context = prompt_context(store, proj, payload, cfg, ids, query, asked)
         else:
@@ -455,7 +516,7 @@ def handle(
             context = inject.session_start_context(
                 store, payload["session_id"], cfg, [note] if note else [], _context(proj, payload, cfg, store)
             )
-        return _output(event, context) if context else ""
+        return _output(event, context, notice)
     finally:
         if leave_open is not None:
             leave_open.append(store)  # closed later, or by the process's exit without a checkpoint (see main)

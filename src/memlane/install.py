@@ -69,7 +69,7 @@ def memlane_executable() -> str:
     return shutil.which("memlane") or "memlane"
 
 
-def hook_command(relay: bool = True) -> str:
+def hook_command(relay: bool = True, build: bool = True) -> str:
     """The command Claude Code runs, the event appended: this interpreter with ``-I -S`` on memlane's hook
     launcher file (``memlane.hook_launcher``: no ``site``, capture finished in a detached child), behind the
     C hook relay where one could be built (``memlane.relay``: with the daemon up, no Python starts at all).
@@ -79,7 +79,8 @@ def hook_command(relay: bool = True) -> str:
         python = f"{shlex.quote(sys.executable)} -I -S {shlex.quote(str(launcher))}"
         from memlane import relay as c_relay
 
-        built = c_relay.path() if relay else None
+        # ``build=False`` (a dry run) names the relay that would be built, and writes nothing.
+        built = (c_relay.path() if build else c_relay.planned()) if relay else None
         return f"{shlex.quote(str(built))} {python}" if built else python
     return f"{memlane_executable()} hook"
 
@@ -135,8 +136,11 @@ def read_json_object(path: Path, section: str) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(text)
-    except ValueError as exc:
-        raise InstallError(f"{path}: not valid JSON ({exc}); fix or move it, memlane will not overwrite it") from exc
+    except json.JSONDecodeError as exc:
+        raise InstallError(
+            f"{path}: bad JSON at line {exc.lineno}, column {exc.colno} ({exc.msg}); "
+            "fix or move it, memlane will not overwrite it"
+        ) from exc
     if not isinstance(data, dict):
         raise InstallError(f"{path}: top level must be a JSON object")
     if section in data and not isinstance(data[section], dict):
@@ -236,7 +240,7 @@ def install(path: Path, command: str | None = None, dry_run: bool = False) -> Ch
     settings = read_settings(path)
     before = json.dumps(settings, sort_keys=True)
     removed = strip_ours(settings)
-    added = add_ours(settings, command or hook_command())
+    added = add_ours(settings, command or hook_command(build=not dry_run))
     changed = json.dumps(settings, sort_keys=True) != before
     backup = _write(path, settings) if changed and not dry_run else None
     return Change(path, changed, backup, added, removed)
@@ -249,8 +253,18 @@ def uninstall(path: Path, dry_run: bool = False) -> Change:
     return Change(path, bool(removed), backup, [], removed)
 
 
+def settings_problem(path: Path) -> str | None:
+    """Why Claude Code cannot read this settings file (bad JSON at line N…), or None: status and doctor name
+    it instead of saying "not installed"."""
+    try:
+        read_settings(path)
+    except InstallError as exc:
+        return str(exc)
+    return None
+
+
 def installed_events(path: Path) -> dict[str, str]:
-    """Event → command of memlane's hooks registered in one settings file."""
+    """Event → command of memlane's hooks registered in one settings file ({} when it cannot be read)."""
     try:
         settings = read_settings(path)
     except InstallError:

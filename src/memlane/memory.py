@@ -22,6 +22,8 @@ from memlane.store.db import EVENT_TYPES, Event, Store
 MemoryError_ = MemlaneError
 
 MAX_LIMIT = 200
+MAX_LIMIT_LISTED = 100_000  # a listing (history, tool runs) may ask for everything
+MAX_OTHER_PROJECTS = 20  # cross-project reads look at most at this many other projects (newest first)
 
 
 class NoMemoryYet(NotFoundError):
@@ -33,6 +35,7 @@ class Memory:
         self.project = proj
         self.config = cfg
         self.store = store
+        self._others: dict[str, Memory] = {}  # other projects' memories opened for cross-project reads
 
     @classmethod
     def open(
@@ -42,10 +45,12 @@ class Memory:
         project_id: str | None = None,
         cfg: config.Config | None = None,
         create: bool | None = True,
+        verify: bool = False,
     ) -> Memory:
         """The project's memory. Reads never leave a store (or a registry entry) behind: with
         ``create=False`` a project without a store raises ``NoMemoryYet`` (the CLI says so); with
-        ``create=None`` it gets an empty in-memory store (the daemon and workers answer "nothing")."""
+        ``create=None`` it gets an empty in-memory store (the daemon and workers answer "nothing").
+        ``verify``: run the cheap damage check (``store.health``) first, as every CLI command does."""
         cfg = cfg or config.load()
         proj = project.resolve(cwd, project_id)
         if not create and not os.path.exists(proj.db_file):
@@ -53,7 +58,14 @@ class Memory:
                 return cls(proj, cfg, Store.empty(proj.id))
             raise NoMemoryYet(f"no memory for this project yet ({proj.root})")
         project.register(proj)
-        return cls.existing(proj, cfg)
+        mem = cls.existing(proj, cfg)
+        if verify:
+            try:
+                mem.store.verify()
+            except BaseException:
+                mem.close()
+                raise
+        return mem
 
     @classmethod
     def existing(cls, proj: project.Project, cfg: config.Config | None = None) -> Memory:
@@ -62,6 +74,9 @@ class Memory:
         return cls(proj, cfg, Store(proj.db_path, proj.id, cfg.store.busy_timeout_ms))
 
     def close(self) -> None:
+        for other in self._others.values():
+            other.close()
+        self._others.clear()
         self.store.close()
 
     def __enter__(self) -> Memory:
@@ -82,7 +97,53 @@ class Memory:
         return self.store.history(**_filters(filters))
 
     def timeline(self, ref: str, before: int = 3, after: int = 3) -> list[Event]:
-        return self.store.neighbours(self.get(ref), before, after)
+        return self.neighbours(self.find(ref), before, after)
+
+    # ---- other projects (retrieval.cross_project) ------------------------------------------------
+
+    def cross_project(self, wanted: bool | None = None) -> bool:
+        """Whether reads may include the user's other projects: ``wanted``, else ``retrieval.cross_project``."""
+        return self.config.retrieval.cross_project if wanted is None else bool(wanted)
+
+    def others(self) -> list[Memory]:
+        """The user's other projects that have a store (at most ``MAX_OTHER_PROJECTS``, newest first)."""
+        out = []
+        for entry in project.known_projects():
+            pid = str(entry.get("id"))
+            if pid == self.project.id:
+                continue
+            if pid not in self._others:
+                root = str(entry.get("root") or "")
+                proj = project.Project(pid, root, str(entry.get("name") or os.path.basename(root)))
+                if not os.path.exists(proj.db_file):
+                    continue
+                try:
+                    self._others[pid] = Memory.existing(proj, self.config)
+                except Exception as exc:  # noqa: BLE001 - one unreadable store must not break this project's read
+                    log("memory", "warning", f"cross-project: {pid} skipped: {exc!r}")
+                    continue
+            out.append(self._others[pid])
+            if len(out) >= MAX_OTHER_PROJECTS:
+                break
+        return out
+
+    def find(self, ref: str) -> Event:
+        """``get``; with ``retrieval.cross_project`` on, an event of another project too (search results and
+        injected memories may come from one, and their citations must open)."""
+        event = self.store.get(ref)
+        if event is None and self.cross_project():
+            event = next((e for other in self.others() if (e := other.store.get(ref)) is not None), None)
+        if event is None:
+            raise NotFoundError(f"no event '{ref}' in project {self.project.id}")
+        return event
+
+    def neighbours(self, event: Event, before: int = 3, after: int = 3) -> list[Event]:
+        """The events around ``event`` in its session, read from the store of the project it belongs to."""
+        if event.project_id != self.project.id:
+            other = self._others.get(event.project_id)
+            if other is not None:
+                return other.store.neighbours(event, before, after)
+        return self.store.neighbours(event, before, after)
 
     def sessions(self, limit: int = 20) -> list[dict[str, Any]]:
         return self.store.sessions(limit)
@@ -105,23 +166,59 @@ class Memory:
         semantic: bool = True,
         engine: Any = None,
         exclude_ids: Sequence[str] = (),
+        tool: str | None = None,
+        file: str | None = None,
+        failed: bool = False,
+        cross_project: bool | None = None,
     ) -> list[Any]:
         """Hybrid search (BM25 + vectors + recency + type) → ``retrieval.hybrid.Hit`` list, best first.
 
         ``since``/``until`` take a date or an age (``7d``); ``semantic=False`` (or no embedding model)
         searches full-text only, on the same score scale; ``engine`` is a warm ``Engine`` to reuse.
+        ``tool``/``file``/``failed`` keep tool calls by tool name, file and failure (``tool_runs`` lists them
+        without a query). ``cross_project`` (default ``retrieval.cross_project``) adds the best matches of
+        the user's other projects; their events carry their own ``project_id``.
         Every entry point comes through here, so all of them accept and refuse the same input.
         """
         check_query(query)
         check_limit(limit)
+        tools = check_tool_filters(tool, file, failed, types)
         filters = _filters({"session": session or None, "types": list(types or ()) or None,
-                            "since": since, "until": until})  # fmt: skip
+                            "since": since, "until": until, **tools})  # fmt: skip
         # Inside the function for start-up time (~7 ms of retrieval modules that reads and writes never
         # need), not for a circle: the engine imports Memory for type checking only.
         from memlane.retrieval.engine import Engine
 
         engine = engine or Engine(self.config, vectors=semantic)
-        return list(engine.search(self, query, limit=limit, exclude_ids=list(exclude_ids), **filters))
+        hits = list(engine.search(self, query, limit=limit, exclude_ids=list(exclude_ids), **filters))
+        if self.cross_project(cross_project) and not session:  # a session id belongs to one project
+            for other in self.others():
+                try:
+                    hits.extend(engine.search(other, query, limit=limit, **filters))
+                except Exception as exc:  # noqa: BLE001 - one broken store must not break this search
+                    log("memory", "warning", f"cross-project search skipped {other.project.id}: {exc!r}")
+            hits.sort(key=lambda h: -h.score)
+            hits = hits[:limit]
+        return hits
+
+    def tool_runs(
+        self,
+        *,
+        tool: str | None = None,
+        file: str | None = None,
+        failed: bool = False,
+        session: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        limit: int = 30,
+    ) -> list[Event]:
+        """Tool calls, newest first, by tool name, by file and/or failed only (post-tool-use-hook §8.1)."""
+        check_limit(limit, MAX_LIMIT_LISTED)
+        tools = check_tool_filters(tool, file, failed)
+        if not tools:
+            raise InputError("say which tool runs: give a tool name, a file, or ask for failed runs")
+        return self.store.history(**_filters({"session": session or None, "since": since, "until": until}),
+                                  limit=limit, **tools)  # fmt: skip
 
     # ---- browsing (the dashboard) ----------------------------------------------------------------
 
@@ -236,12 +333,21 @@ class Memory:
             selector["ids"] = resolved
         return self.store.select_for_forget(**selector)
 
-    def forget(self, **selector: Any) -> int:
-        """Purge the selected events for good (events, FTS, outbox), leaving a tombstone."""
+    def forget(self, *, reason: str | None = None, **selector: Any) -> int:
+        """Purge the selected events for good (events, FTS, outbox), leaving a tombstone.
+
+        ``reason`` names a purge that is not the user forgetting (``reimport``: `import --force` replacing
+        what an earlier import stored); only the user's forgets keep history files from bringing events back.
+        """
         selector = _forget_selector(selector)
         targets = self.forget_preview(**selector)
         scope, value = _describe(selector)
-        count = self.store.forget(targets, scope, value)
+        return self.purge(targets, reason or scope, value)
+
+    def purge(self, targets: Sequence[tuple[str, str]], scope: str, selector: str) -> int:
+        """Purge ``(event id, type)`` pairs for good — events, full text, outbox, vectors and the preferences
+        learned from purged prompts — with one tombstone (``scope``/``selector`` say why, never what)."""
+        count = self.store.forget(targets, scope, selector)
         self._forget_vectors([t[0] for t in targets])
         if any(kind == "user_prompt" for _, kind in targets):
             self._forget_preferences()
@@ -301,6 +407,26 @@ def check_types(types: Sequence[str] | None) -> None:
             raise InputError(f"unknown event type '{t}' (one of: {', '.join(EVENT_TYPES)})")
 
 
+def check_tool_filters(
+    tool: object = None, file: object = None, failed: object = False, types: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """The tool-history filters that are set, checked (empty when none is)."""
+    out: dict[str, Any] = {}
+    for name, value in (("tool", tool), ("file", file)):
+        if value is None or value == "":
+            continue
+        if not isinstance(value, str) or not value.strip() or len(value) > 1000 or "\0" in value:
+            raise InputError(f"{name} must be a non-empty name of at most 1000 characters, got {str(value)[:60]!r}")
+        out[name] = value.strip()
+    if not isinstance(failed, bool):
+        raise InputError(f"failed must be true or false, got {failed!r}")
+    if failed:
+        out["failed"] = True
+    if out and types and "tool_observation" not in types:
+        raise InputError("tool, file and failed select tool calls: add the type tool_observation or leave types out")
+    return out
+
+
 def check_limit(limit: object, high: int = MAX_LIMIT) -> int:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= high:
         raise InputError(f"limit must be a whole number from 1 to {high}, got {limit!r}")
@@ -314,7 +440,17 @@ def _filters(filters: dict[str, Any]) -> dict[str, Any]:
     for bound in ("since", "until"):
         if bound in out:
             out[bound] = moments.parse_optional(out[bound], bound)
+    check_window(out.get("since"), out.get("until"))
     return out
+
+
+def check_window(since: str | None, until: str | None) -> None:
+    """``since`` after ``until`` matches nothing: say so instead of answering "no events" (stored forms)."""
+    if since and until and since > until:
+        raise InputError(
+            f"since ({since}) is later than until ({until}): nothing can match; swap them "
+            "(an age counts back from now, so 7d is before 1d)"
+        )
 
 
 def _forget_selector(selector: dict[str, Any]) -> dict[str, Any]:

@@ -13,10 +13,15 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
+def home_path() -> str:
+    """The data directory's path (``MEMLANE_HOME`` or ``~/.memlane``), without creating it."""
+    raw = os.environ.get("MEMLANE_HOME")
+    return os.path.expanduser(raw) if raw else os.path.join(os.path.expanduser("~"), ".memlane")
+
+
 def home_dir() -> str:
     """The data directory (``MEMLANE_HOME`` or ``~/.memlane``), created 0700 on first use."""
-    raw = os.environ.get("MEMLANE_HOME")
-    path = os.path.expanduser(raw) if raw else os.path.join(os.path.expanduser("~"), ".memlane")
+    path = home_path()
     if not os.path.isdir(path):
         os.makedirs(path, mode=0o700, exist_ok=True)
         os.chmod(path, 0o700)  # makedirs' mode is filtered by the umask
@@ -26,6 +31,33 @@ def home_dir() -> str:
 def join(*parts: str) -> str:
     """A path inside the data directory, as a string."""
     return os.path.join(home_dir(), *parts)
+
+
+# storage.path of each data dir's config, recorded by ``config.load``/``load_cached`` (which every entry point
+# calls before it touches a store): this module imports nothing of memlane's, so it is told rather than asking.
+_storage_path: dict[str, str] = {}
+
+
+def set_storage_path(value: str) -> None:
+    _storage_path[home_dir()] = value
+
+
+def projects_root() -> str:
+    """Where project stores live: ``storage.path`` (``MEMLANE_STORAGE_PATH`` or config.toml; relative to the
+    data dir; ``~`` expanded), else ``<data dir>/projects``."""
+    home = home_dir()
+    raw = os.environ.get("MEMLANE_STORAGE_PATH")
+    if raw is None:
+        raw = _storage_path.get(home, "")
+    raw = raw.strip().strip('"')
+    if not raw:
+        return os.path.join(home, "projects")
+    return os.path.join(home, os.path.expanduser(raw))  # an absolute path replaces home
+
+
+def project_join(project_id: str, *parts: str) -> str:
+    """A path inside one project's folder of the store (``<projects root>/<id>/…``), as a string."""
+    return os.path.join(projects_root(), project_id, *parts)
 
 
 def _p(*parts: str) -> Path:
@@ -43,19 +75,21 @@ def config_path() -> Path:
 
 
 def projects_dir() -> Path:
-    return _p("projects")
+    from pathlib import Path
+
+    return Path(projects_root())
 
 
 def project_dir(project_id: str) -> Path:
-    return _p("projects", project_id)
+    return projects_dir() / project_id
 
 
 def db_path(project_id: str) -> Path:
-    return _p("projects", project_id, "memory.db")
+    return projects_dir() / project_id / "memory.db"
 
 
 def vectors_dir(project_id: str) -> Path:
-    return _p("projects", project_id, "vectors")
+    return projects_dir() / project_id / "vectors"
 
 
 def logs_dir() -> Path:

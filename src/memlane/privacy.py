@@ -51,7 +51,16 @@ if TYPE_CHECKING:
 class FilterResult:
     """The filtered text and what was removed from it."""
 
-    __slots__ = ("chars_filtered", "found", "private_sections", "secrets_redacted", "text", "warnings")
+    __slots__ = (
+        "anonymized",
+        "chars_filtered",
+        "found",
+        "private_sections",
+        "secrets_redacted",
+        "text",
+        "unclosed_tags",
+        "warnings",
+    )
 
     def __init__(
         self,
@@ -66,6 +75,8 @@ class FilterResult:
         self.secrets_redacted = secrets_redacted
         self.chars_filtered = chars_filtered
         self.warnings = warnings if warnings is not None else []
+        self.unclosed_tags = 0  # opening private tags never closed: the text after one was kept (see _strip_private)
+        self.anonymized = 0  # e-mail addresses, phone numbers and listed names replaced (privacy.anonymize)
         # (kind, secret) of each redaction, only when asked for (``detect``): the hooks never keep them.
         self.found: list[tuple[str, str]] | None = None
 
@@ -74,11 +85,14 @@ class FilterResult:
         self.secrets_redacted += other.secrets_redacted
         self.chars_filtered += other.chars_filtered
         self.warnings.extend(other.warnings)
+        self.unclosed_tags += other.unclosed_tags
+        self.anonymized += other.anonymized
 
     def __repr__(self) -> str:
         return (
             f"FilterResult(private_sections={self.private_sections}, secrets_redacted={self.secrets_redacted}, "
-            f"chars_filtered={self.chars_filtered}, warnings={self.warnings!r})"
+            f"chars_filtered={self.chars_filtered}, unclosed_tags={self.unclosed_tags}, anonymized={self.anonymized}, "
+            f"warnings={self.warnings!r})"
         )
 
 
@@ -90,6 +104,7 @@ _TAGS = {
     "comment": (r"<!--\s*private\s*-->", r"<!--\s*/private\s*-->"),
 }
 _HINTS = {"xml": "<private", "bracket": "[private]", "comment": "private"}
+UNCLOSED = "unclosed private tag"  # how a FilterResult warning about one starts
 _FENCE = re.compile(
     r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*\n(?:.*?\n)??[ \t]{0,3}\1[ \t]*$"  # a closed fence
     r"|^[ \t]{0,3}(`{3,}|~{3,})[^\n]*(?:\n.*)?\Z",  # an unterminated fence runs to the end
@@ -151,17 +166,21 @@ def _strip_private(text: str, cfg: PrivacyConfig, result: FilterResult) -> str:
             if depth == 0:
                 sections.append((start, inner, pos, match.end()))
     if depth:
-        result.warnings.append(f"unclosed private tag at offset {start}; left unfiltered")
+        result.warnings.append(f"{UNCLOSED} at offset {start}; left unfiltered")
+        result.unclosed_tags += 1
     if not sections:
         return text
     out = []
     last = 0
+    lines = bool(getattr(cfg, "preserve_line_count", False))
     for s, i, e, end in sections:
         out.append(text[last:s])
         empty = not text[i:e].strip()
         if not empty:
             out.append(cfg.marker)
             result.private_sections += 1
+        if lines:  # the section's line breaks stay: line numbers after it (tracebacks, diffs) still point right
+            out.append("\n" * text.count("\n", s, end))
         result.chars_filtered += end - s
         last = end
     out.append(text[last:])
@@ -890,6 +909,68 @@ def _redact(text: str, cfg: PrivacyConfig, result: FilterResult) -> str:
     return text
 
 
+# ---- anonymization -------------------------------------------------------------------------------
+#
+# Off by default (privacy.anonymize): people's contact details and the names a user lists are replaced
+# before anything is stored or embedded. Conservative on purpose: an e-mail needs a dotted domain with an
+# alphabetic top level; a phone number 9-15 digits in at least two separated groups whose last group has
+# four digits, or 3-4 after a +country code (so dates, times, versions and IP addresses are left alone).
+
+EMAIL_MARKER, PHONE_MARKER, NAME_MARKER = "[EMAIL]", "[PHONE]", "[NAME]"
+_EMAIL = _Lazy(r"(?<![\w.%+-])([A-Za-z0-9][A-Za-z0-9._%+-]*)@[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)*\.[A-Za-z]{2,24}\b")
+_PHONE = _Lazy(r"(?<![\w+.-])(?:\+\d{1,3}[ .-]?)?(?:\(\d{1,4}\)[ .-]?)?\d{2,4}(?:[ .-]\d{2,4}){1,4}(?![\w]|[.:-]\d)")
+_names_cache: dict[tuple[str, ...], re.Pattern[str] | None] = {}
+
+
+def _names_re(names: list[str]) -> re.Pattern[str] | None:
+    key = tuple(names)
+    if key not in _names_cache:
+        parts = []
+        for name in sorted({n.strip() for n in names if n.strip()}, key=len, reverse=True):
+            escaped = re.escape(name)
+            # Whole words for Latin names; CJK names are followed by particles ("김철수님"), so anywhere.
+            parts.append(rf"\b{escaped}\b" if name.isascii() else escaped)
+        _names_cache[key] = re.compile("|".join(parts), re.IGNORECASE) if parts else None
+    return _names_cache[key]
+
+
+def _phone_like(match: re.Match[str]) -> bool:
+    value = match.group(0)
+    digits = sum(c.isdigit() for c in value)
+    groups = re.split(r"[ .()-]+", value.lstrip("+"))
+    groups = [g for g in groups if g]
+    if not 9 <= digits <= 15 or len(groups[-1]) < 3:
+        return False
+    if not value.startswith("+") and len(groups[-1]) != 4:
+        return False  # without a country code, the local forms this knows end in four digits
+    seps = {c for c in value if c in " .-"}
+    # Dots alone: only the 3.3.4 form (an IP address or a version is not a phone number).
+    return seps != {"."} or [len(g) for g in groups[-3:]] == [3, 3, 4]
+
+
+def _anonymize(text: str, cfg: PrivacyConfig, result: FilterResult) -> str:
+    def count(marker: str) -> Callable[[re.Match[str]], str]:
+        def repl(m: re.Match[str]) -> str:
+            if marker is EMAIL_MARKER and m.group(1).lower() == "git":
+                return m.group(0)  # git@github.com:org/repo is a remote, not a person
+            if marker is PHONE_MARKER and not _phone_like(m):
+                return m.group(0)
+            result.anonymized += 1
+            result.chars_filtered += len(m.group(0))
+            return marker
+
+        return repl
+
+    if "@" in text:
+        text = _EMAIL.get().sub(count(EMAIL_MARKER), text)
+    if any(c.isdigit() for c in text):
+        text = _PHONE.get().sub(count(PHONE_MARKER), text)
+    names = _names_re(list(getattr(cfg, "anonymize_names", []) or []))
+    if names is not None:
+        text = names.sub(count(NAME_MARKER), text)
+    return text
+
+
 # ---- public API --------------------------------------------------------------------------------
 
 
@@ -901,6 +982,8 @@ def filter_text(text: str, cfg: PrivacyConfig) -> FilterResult:
     out = _strip_private(text, cfg, result)
     if cfg.redact_secrets:
         out = _redact(out, cfg, result)
+    if getattr(cfg, "anonymize", False):
+        out = _anonymize(out, cfg, result)
     result.text = out
     return result
 

@@ -49,7 +49,7 @@ class Project:
 
     @property
     def db_file(self) -> str:
-        return paths.join("projects", self.id, "memory.db")
+        return paths.project_join(self.id, "memory.db")
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, Project) and (self.id, self.root_str) == (other.id, other.root_str)
@@ -129,7 +129,7 @@ def identify(cwd: str | os.PathLike[str]) -> Project:
 
 def register(project: Project) -> None:
     """Record the project in the registry (``projects/<id>/project.json``) once, atomically."""
-    directory = paths.join("projects", project.id)
+    directory = paths.project_join(project.id)
     meta = os.path.join(directory, "project.json")
     if os.path.exists(meta):
         return
@@ -141,7 +141,7 @@ def register(project: Project) -> None:
 def known_projects() -> list[dict[str, object]]:
     """Every registered project (id, root, name, created_at), newest first."""
     out: list[dict[str, object]] = []
-    base = paths.join("projects")
+    base = paths.projects_root()
     if not os.path.isdir(base):
         return out
     for entry in os.listdir(base):

@@ -85,6 +85,16 @@ def path() -> Path | None:
     return registered if _copy(build, registered) and works(registered) else build
 
 
+def planned() -> Path | None:
+    """The relay ``path`` would register, without building or copying anything (``install --dry-run``)."""
+    if not wanted() or not SOURCE.is_file():
+        return None
+    registered, build = candidates()
+    if works(registered) or works(build) or compiler() is not None:
+        return registered
+    return None
+
+
 def _copy(source: Path, target: Path) -> bool:
     """Copy into a temporary file beside ``target`` and rename: a half-written binary is never run."""
     try:

@@ -30,6 +30,7 @@ def hooks(root: Path) -> dict[str, dict[str, Any]]:
             "path": str(path),
             "events": sorted(found),
             "command": inst.program_of(next(iter(found.values()))) if found else None,
+            "error": inst.settings_problem(path),  # a file Claude Code cannot read: the real problem
         }
     return out
 

@@ -184,3 +184,18 @@ def test_prompt_injection_through_the_daemon_carries_editor_state(
         daemon, "GET", f"/api/context{q(root, sessionId=payload('02-UserPromptSubmit.json')['session_id'])}"
     )
     assert status == 200 and body["session"]["sessionId"]
+
+
+def test_compose_with_a_layer(daemon: dict[str, Any], root: Path) -> None:
+    """Seed 002's Layer scope over HTTP: the named layer's store joins the persistent block."""
+    from memlane import project
+    from memlane.context.store import layer_store
+
+    layer_store(project.identify(root).id, "reviewer").put("checklist", "look for races (layer marker ibex)")
+    request = {"projectRoot": str(root), "task": "llm_task", "body": "Review it.", "layer": "reviewer"}
+    status, body = call(daemon, "POST", "/api/context/compose", request)
+    assert status == 200 and "layer/reviewer/checklist: look for races (layer marker ibex)" in body["prompt"]
+    status, body = call(daemon, "POST", "/api/context/compose", {**request, "layer": None})
+    assert status == 200 and "ibex" not in body["prompt"]
+    status, body = call(daemon, "POST", "/api/context/compose", {**request, "layer": "../etc"})
+    assert status == 400 and body["error"].startswith("layer name '../etc'")

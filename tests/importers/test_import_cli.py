@@ -34,7 +34,8 @@ def test_import_both_sources_then_rerun(proj: Path, homes: tuple[Path, Path]) ->
     assert code == 0, out
     data = json.loads(out)
     assert data["files"] == {"dry-run": 2}
-    assert data["new_events"] == sum(RICH_COUNTS.values()) + sum(RICH_CODEX_COUNTS.values())
+    # per session: the conversation + start and end markers + the summary, as the import itself counts
+    assert data["new_events"] == sum(RICH_COUNTS.values()) + sum(RICH_CODEX_COUNTS.values()) + 2 * 3
     assert data["bad_lines"] == 4
 
     code, out = memlane(proj, "import", "--no-embed")

@@ -157,7 +157,7 @@ def test_codex_entry_in_an_uneditable_form_is_refused(proj: Path) -> None:
 @pytest.mark.parametrize(
     ("client", "content", "message"),
     [
-        ("claude-code", "{not json", "not valid JSON"),
+        ("claude-code", "{not json", "bad JSON at line 1, column 2"),
         ("claude-code", "[1, 2]", "top level must be a JSON object"),
         ("cursor", '{"mcpServers": []}', "'mcpServers' must be an object"),
         ("codex", "model = [unclosed", "not valid TOML"),
@@ -195,7 +195,7 @@ def test_cli_errors_are_one_line(proj: Path) -> None:
     try:
         result = CliRunner().invoke(cli, ["mcp", "install", "--client", "claude-code"])
         assert result.exit_code == 1
-        assert result.output.startswith("Error: ") and "not valid JSON" in result.output
+        assert result.output.startswith("Error: ") and "bad JSON at line" in result.output
         assert "Traceback" not in result.output
         result = CliRunner().invoke(cli, ["mcp", "install", "--client", "nope"])
         assert result.exit_code == 2 and "'nope' is not one of" in result.output

@@ -58,7 +58,8 @@ def test_lists_tools_with_schemas_and_workflow_instructions(store: dict[str, Any
             assert "project" in tool.input_schema["properties"], tool.name
         assert tool.annotations is not None and tool.annotations.read_only_hint
     search = by_name["mem-search"].input_schema
-    assert search["required"] == ["query"]
+    assert "required" not in search  # a tool-history listing (tool, file, failed) needs no query
+    assert search["properties"]["failed"]["type"] == "boolean"
     assert search["properties"]["limit"]["minimum"] == 1 and search["properties"]["limit"]["maximum"] == 50
     assert "user_prompt" in str(search["properties"]["types"])
     assert by_name["mem-details"].input_schema["required"] == ["refs"]

@@ -21,7 +21,17 @@ from memlane.memory import Memory
 from memlane.plugin import build, guard, plugin_dir
 
 ROOT = Path(plugin_dir())
-COMMANDS = {"memory-search", "memory-history", "memory-stats", "memory-import", "memory-forget"}
+COMMANDS = {
+    "memory-search",
+    "memory-history",
+    "memory-stats",
+    "memory-import",
+    "memory-forget",
+    "list",
+    "show",
+    "export",
+    "workflow-memory",
+}
 
 
 def frontmatter(path: Path) -> dict[str, str]:
@@ -70,6 +80,14 @@ def test_commands_have_frontmatter_and_use_the_plugin_tools() -> None:
     forget = (ROOT / "commands" / "memory-forget.md").read_text()
     assert "--dry-run" in forget and "confirm" in forget
     assert "memlane import --dry-run" in (ROOT / "commands" / "memory-import.md").read_text()
+    assert frontmatter(ROOT / "commands" / "list.md")["allowed-tools"] == "Bash(memlane history:*)"
+    assert "`memlane history --limit 20 $ARGUMENTS`" in (ROOT / "commands" / "list.md").read_text()
+    assert frontmatter(ROOT / "commands" / "show.md")["allowed-tools"] == "mcp__plugin_memlane_memlane__mem-source"
+    export = (ROOT / "commands" / "export.md").read_text()
+    assert "`memlane export --format markdown -o memlane-export.md $ARGUMENTS`" in export
+    workflow = (ROOT / "commands" / "workflow-memory.md").read_text()
+    assert "memlane already ran the user's `/workflow-memory" in workflow  # the hook's words (hooks.py)
+    assert "`memlane workflow $ARGUMENTS`" in workflow
 
 
 def test_build_writes_a_marketplace_bound_to_one_executable(tmp_path: Path) -> None:
@@ -89,6 +107,12 @@ def test_build_writes_a_marketplace_bound_to_one_executable(tmp_path: Path) -> N
     )
     forget = (plugin / "commands" / "memory-forget.md").read_text()
     assert "Bash(/opt/memlane/bin/memlane forget:*)" in forget and "`/opt/memlane/bin/memlane forget " in forget
+    listed = (plugin / "commands" / "list.md").read_text()
+    assert "Bash(/opt/memlane/bin/memlane history:*)" in listed and "`/opt/memlane/bin/memlane history " in listed
+    exported = (plugin / "commands" / "export.md").read_text()
+    assert "Bash(/opt/memlane/bin/memlane export:*)" in exported and "memlane export" not in exported.replace(
+        "/opt/memlane/bin/memlane export", ""
+    )
     assert not list(plugin.rglob("*.py")) and not list(plugin.rglob("__pycache__"))
     files = sorted(str(p.relative_to(dest)) for p in dest.rglob("*") if p.is_file())
     build.build(dest, "/opt/memlane/bin/memlane")  # a rebuild replaces the previous one in place

@@ -119,8 +119,12 @@ def test_workflow_memory_prompt_is_not_a_workflow(hook: Hook, proj: Path) -> Non
     assert wf.workflow_name("/workflow-memory status") is None
     assert wf.workflow_name("  /workflow-task-point: go") == "task-point"
     assert wf.workflow_name("please /workflow-x") is None
-    prompt(hook, "/workflow-memory init")
+    prompt(hook, "/workflow-memory status")  # a command to memlane (test_workflow_command.py), not a workflow
     assert not store.exists(project.identify(proj).id)
+    prompt(hook, "/workflow-memory init")
+    memory_id = project.identify(proj).id
+    assert store.exists(memory_id) and raw_progress(memory_id)["setup"]["workflows"] == {}
+    assert meta(memory_id)["activeSessions"] == {} and not sessions.list_files(memory_id)
 
 
 def test_broken_progress_does_not_stop_recording(hook: Hook, proj: Path) -> None:

@@ -39,13 +39,15 @@ class Privacy:
 
     def __init__(self, cfg: Config) -> None:
         self.cfg = cfg.privacy
-        self.sections = self.secrets = self.chars = 0
+        self.sections = self.secrets = self.chars = self.unclosed = self.anonymized = 0
         self.warnings: list[str] = []
 
     def _add(self, result: privacy.FilterResult) -> None:
         self.sections += result.private_sections
         self.secrets += result.secrets_redacted
         self.chars += result.chars_filtered
+        self.unclosed += result.unclosed_tags
+        self.anonymized += result.anonymized
         self.warnings.extend(result.warnings)
 
     def text(self, value: str) -> str:
@@ -59,12 +61,17 @@ class Privacy:
         return filtered
 
     def stamp(self, meta: dict[str, Any]) -> dict[str, Any]:
-        if self.sections or self.secrets or self.chars:
+        if self.sections or self.secrets or self.chars or self.unclosed:
             meta["privacy"] = {
                 "private_sections": self.sections,
                 "secrets_redacted": self.secrets,
                 "chars_filtered": self.chars,
             }
+            # Only when there were some: most events carry no privacy metadata at all, and stats sums these.
+            if self.unclosed:
+                meta["privacy"]["unclosed_tags"] = self.unclosed
+            if self.anonymized:
+                meta["privacy"]["anonymized"] = self.anonymized
         return meta
 
 

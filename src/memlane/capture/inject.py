@@ -14,12 +14,10 @@ from memlane.store.db import Event, Store
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from memlane.context.service import PromptContext
-    from collections.abc import Callable
-
     from memlane.retrieval.select import Injection, Item
 
 HEADER = "memlane: relevant memory from earlier sessions in this project (expand with `memlane show mem:ID`)."
@@ -105,9 +103,7 @@ def compose(task: str, cfg: Config, context: PromptContext | None, body: Any, he
     return PromptComposer(cfg).compose(task, context, body, header=header)
 
 
-def hits_context(
-    chosen: Injection, cfg: Config, current: str = "", context: PromptContext | None = None
-) -> str:
+def hits_context(chosen: Injection, cfg: Config, current: str = "", context: PromptContext | None = None) -> str:
     """Injection text for a prompt's two tiers; memories of another project (cross-project on) say so.
 
     The full tier comes first, each memory whole or cut to its share of the room; the index tier follows
@@ -139,7 +135,8 @@ def hits_context(
                 parts = [FULL_TITLE, *full, *parts]
         return "\n".join(parts)
 
-    return compose("prompt_injection", cfg, context, body, HEADER)
+    others = {h.event.project_id for h in chosen.hits} - {current} if current else set()
+    return compose("prompt_injection", cfg, context, body, header_for(len(others)))
 
 
 def item_lines(item: Item, room: int, cfg: Config, origin: Callable[[Event], str]) -> list[str]:
@@ -151,13 +148,22 @@ def item_lines(item: Item, room: int, cfg: Config, origin: Callable[[Event], str
     tails = [f"  · [{e.cite}] {e.type.replace('_', ' ')}: {one_line(e.content, 160)}" for e in context]
     event = lead.event
     day = event.ts[:16].replace("T", " ")
-    head = f"- [{event.cite}] ({lead.confidence}, {lead.score:.2f}) {day}{origin(event)} {event.type.replace('_', ' ')}: "
+    head = (
+        f"- [{event.cite}] ({lead.confidence}, {lead.score:.2f}) {day}{origin(event)} {event.type.replace('_', ' ')}: "
+    )
     share = min(cfg.injection.full_chars, room - sum(len(t) + 1 for t in tails) - 1) - len(head)
     while share < 80 and tails:  # the lead first: context lines go before it is cut to a stub
         share += len(tails.pop()) + 1
     if share < 40:
         return []
     return [head + one_line(event.content, share), *tails]
+
+
+def header_for(other_projects: int) -> str:
+    """The injection's first line: says so when memories of other projects are in it (retrieval.cross_project)."""
+    if not other_projects:
+        return HEADER
+    return HEADER.replace("in this project", f"in this project and {other_projects} other project(s)")
 
 
 def prompt_context(

@@ -24,8 +24,9 @@ if TYPE_CHECKING:
 
     from memlane.store.db import NewEvent
 
-# Typed (`/memlane:memory-search …`) or as Claude Code expands it in transcripts (`<command-name>/memlane:…`).
-_OWN_PROMPT = re.compile(r"^\s*(?:<command-name>)?/memlane:[\w-]+")
+# Typed (`/memlane:memory-search …`) or as Claude Code expands it in transcripts (`<command-name>/memlane:…`);
+# `/workflow-memory …` is answered by the hook itself (memlane.workflow.command).
+_OWN_PROMPT = re.compile(r"^\s*(?:<command-name>)?/(?:memlane:[\w-]+|workflow-memory(?![\w-]))")
 # `memlane search …`, `/path/to/bin/memlane history`, `uvx memlane …`, after `cd x &&` or env assignments.
 _OWN_COMMAND = re.compile(r"(?:^|&&|;|\|\|)\s*(?:\w+=\S*\s+)*(?:\S*/)?(?:uvx\s+)?memlane(?:\s|$)")
 

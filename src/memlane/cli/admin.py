@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, cast
 
 import click
+from rich.markup import escape
 
 from memlane import config, paths, project
 from memlane import install as inst
@@ -120,14 +121,24 @@ def status(ctx: click.Context, as_json: bool) -> None:
     installed = {s: inst.installed_events(inst.settings_path(cast(inst.Scope, s), root)) for s in SCOPES}
     db = proj.db_path
     events = None
-    if db.exists():
+    queue: dict[str, Any] | None = None
+    damaged = peek.damage(db) if db.exists() else None
+    if db.exists() and not damaged:
         events = peek.count_events(db)
+        queue = _queue(db)
     data: dict[str, Any] = {
         "version": __import__("memlane").__version__,
         "data_dir": str(paths.home()),
         "data_bytes": _dir_size(paths.home()),
         "projects": len(project.known_projects()),
-        "project": {"id": proj.id, "root": str(proj.root), "db": str(db), "events": events},
+        "project": {
+            "id": proj.id,
+            "root": str(proj.root),
+            "db": str(db),
+            "events": events,
+            "outbox": queue,
+            "damaged": damaged,
+        },
         "hooks": {s: sorted(v) for s, v in installed.items()},
         "spooled_files": len(spool.pending()),
         "logs": str(paths.logs_dir()),
@@ -135,17 +146,29 @@ def status(ctx: click.Context, as_json: bool) -> None:
     }
     if as_json:
         render.emit_json(data)
-        return
+        ctx.exit(1 if damaged else 0)
+    here = f"{proj.id} — {events if events is not None else 'no'} event(s)"
+    if damaged:
+        here = f"{proj.id} — store damaged ({damaged}); run `memlane doctor --repair`"
     render.kv_table(
         [
             ("memlane", data["version"]),
             *_setup_rows(data),
             ("data", f"{data['data_dir']} ({render.human_bytes(data['data_bytes'])}, {data['projects']} project(s))"),
-            ("this project", f"{proj.id} — {events if events is not None else 'no'} event(s)"),
+            ("this project", here),
+            *([("embedding queue", render.queue_line(queue))] if queue is not None else []),
             ("spool", f"{data['spooled_files']} file(s) waiting" if data["spooled_files"] else "empty"),
             ("logs", data["logs"]),
         ]
     )
+    if damaged:
+        ctx.exit(1)
+
+
+def _queue(db: Path) -> dict[str, Any] | None:
+    from memlane.store.outbox import metrics_of
+
+    return metrics_of(db)
 
 
 def _setup(root: Path) -> dict[str, Any]:
@@ -163,9 +186,11 @@ def _setup(root: Path) -> dict[str, Any]:
 def _setup_rows(data: dict[str, Any]) -> list[tuple[str, str]]:
     rows = []
     for scope, hook in data["hook_files"].items():
-        if hook["events"]:
+        if hook["error"]:
+            rows.append((f"hooks ({scope})", f"settings file unreadable: {hook['error']}"))
+        elif hook["events"]:
             rows.append((f"hooks ({scope})", f"{len(hook['events'])} event(s) in {hook['path']}"))
-    if not any(h["events"] for h in data["hook_files"].values()):
+    if not any(h["events"] or h["error"] for h in data["hook_files"].values()):
         rows.append(("hooks", "not installed (memlane install)"))
     enabled = data["plugin"]["enabled"]
     rows.append(("plugin", "; ".join(f"{', '.join(v)} ({k})" for k, v in enabled.items()) or "not enabled"))
@@ -205,7 +230,18 @@ def _checks(root: Path) -> list[Check]:
     out.append(Check("data dir", mode & 0o077 == 0, f"{paths.home()} mode {oct(mode)}", f"chmod 700 {paths.home()}"))
     found = {s: inst.installed_events(inst.settings_path(cast(inst.Scope, s), root)) for s in SCOPES}
     where = [s for s, v in found.items() if v]
-    if not where:
+    broken = {s: inst.settings_problem(inst.settings_path(cast(inst.Scope, s), root)) for s in SCOPES}
+    for scope, problem in broken.items():
+        if problem:
+            out.append(
+                Check(
+                    f"hooks ({scope})",
+                    False,
+                    f"Claude Code cannot read its settings: {problem}",
+                    f"fix the file at the line named, then `memlane install --scope {scope}`",
+                )
+            )
+    if not where and not any(broken.values()):
         out.append(Check("hooks", False, "memlane hooks are not registered with Claude Code", "memlane install"))
     else:
         for scope in where:
@@ -236,10 +272,39 @@ def _checks(root: Path) -> list[Check]:
                 )
             )
     out.extend(_store_checks())
+    out.append(_embedding_check())
+    out.extend(_outbox_checks())
     out.extend(_language_check())
     out.extend(_setup_checks(root))
     out.append(_spool_check())
     return out
+
+
+def _embedding_check() -> Check:
+    """The configured model is one memlane can use, and it loads (a bad name used to make every search
+    full-text only while doctor said all was well)."""
+    from memlane.embed.check import check
+
+    try:
+        cfg = config.load()
+    except config.ConfigError as exc:
+        return Check("embedding model", False, f"not checked: {exc}", "fix the config first")
+    name = cfg.embedding.model
+    fix = "memlane config set embedding.model all-MiniLM-L6-v2-int8 (the default), or install what it names"
+    verdict = check(cfg.embedding)
+    if verdict.problem:
+        return Check("embedding model", False, f"{verdict.problem}; searches are full-text only", fix)
+    try:
+        from memlane.embed import get_embedder
+
+        embedder = get_embedder(cfg.embedding)
+        embedder.embed_query("memlane doctor")
+    except Exception as exc:  # noqa: BLE001 - whatever stops the model is what the user must see
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        return Check("embedding model", False, f"{name} cannot be loaded ({first}); searches are full-text only", fix)
+    if verdict.note:
+        return Check("embedding model", False, f"{embedder.version} loads; {verdict.note}", "", warn=True)
+    return Check("embedding model", True, f"{embedder.version} loads")
 
 
 def _relay_check(registered: str, scope: str) -> list[Check]:
@@ -372,6 +437,28 @@ def _store_checks() -> list[Check]:
     return out
 
 
+def _outbox_checks() -> list[Check]:
+    """Failed embedding jobs (vector-outbox-v2 §9.2): their events are searched by full text only. A few are a
+    warning, ``FAILED_ALERT`` or more a failure."""
+    from memlane.store.outbox import FAILED_ALERT, metrics_of
+
+    out = []
+    for path in _store_files():
+        q = metrics_of(path)
+        if q is None or "error" in q or not q["failed"]:
+            continue  # an unreadable store is the store check's to report
+        out.append(
+            Check(
+                f"embedding queue {path.parent.name}",
+                False,
+                f"{q['failed']} embedding job(s) failed: those events have no vectors and are found by words only",
+                "memlane vectors status (why) and memlane vectors retry; memlane daemon logs",
+                warn=q["failed"] < FAILED_ALERT,
+            )
+        )
+    return out
+
+
 LANGUAGE_SAMPLE = 200  # latest prompts per store the language check reads
 LANGUAGE_SHARE = 0.2  # from this share of Korean/Chinese/Japanese prompts on, an English-only model is worth a word
 
@@ -415,7 +502,9 @@ def _language_check() -> list[Check]:
 
 
 def repair_stores() -> list[str]:
-    """Recover every damaged store into a new file (the damaged one kept aside)."""
+    """Recover every damaged store into a new file (the damaged one kept aside): what its pages still hold,
+    then its backups, then the project's Claude Code transcripts and Codex rollouts, imported again."""
+    from memlane.importers.run import restore
     from memlane.store.repair import diagnose, recover
 
     done: list[str] = []
@@ -423,6 +512,12 @@ def repair_stores() -> list[str]:
         found = diagnose(str(path))
         if not found.ok:
             report = recover(str(path), path.parent.name)
+            proj = project.by_id(path.parent.name)
+            if proj is not None:
+                try:
+                    report.sources.update(restore(proj))
+                except Exception as exc:  # noqa: BLE001 - the repaired store stands; say why history did not help
+                    report.sources[f"history files (not read: {exc})"] = 0
             done.append(f"{path.parent.name}: store was damaged ({found.detail}); {report.line()}")
     return done
 
@@ -465,7 +560,8 @@ def doctor(ctx: click.Context, do_repair: bool, as_json: bool) -> None:
     else:
         for c in checks:
             mark = "[green]ok[/]" if c.ok else ("[yellow]warn[/]" if c.warn else "[red]FAIL[/]")
-            render.console.print(f"{mark:>14} {c.name}: {c.detail}" + ("" if c.ok else f"\n{'':>6}fix: {c.fix}"))
+            detail, fix = escape(c.detail), escape(c.fix)  # details quote paths and `memlane[torch]`: not markup
+            render.console.print(f"{mark:>14} {c.name}: {detail}" + ("" if c.ok or not fix else f"\n{'':>6}fix: {fix}"))
     if any(not c.ok and not c.warn for c in checks):
         ctx.exit(1)
 

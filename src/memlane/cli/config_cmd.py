@@ -48,7 +48,10 @@ def set_(key: str, value: str) -> None:
         config.get_value(config.Config(), f"{key}.")  # names the typo, if any
         raise click.UsageError("give a key as section.key, e.g. injection.max_chars")
     # The dashboard's settings page makes this same call: both refuse a bad value with the same message.
-    click.echo(f"{key} = {config_file.show_value(config_file.set_text(key, value))}")
+    notes: list[str] = []
+    click.echo(f"{key} = {config_file.show_value(config_file.set_text(key, value, notes))}")
+    for note in notes:
+        click.echo(f"Note: {note}", err=True)
 
 
 @config_group.command("unset")

@@ -16,13 +16,13 @@ from urllib.parse import quote
 
 import click
 
-from memlane import config, project
+from memlane import config, paths, project
 from memlane.cli import render
 from memlane.context import rules
 from memlane.context.compose import PERSISTENT_TITLE, TASKS, VOLATILE_TITLE, PromptComposer, serialize
 from memlane.context.scope import ContextScope, PersistenceKind
 from memlane.context.service import AppContextService, PromptContext, RefreshTrigger, normalize
-from memlane.context.store import project_store
+from memlane.context.store import check_layer, layer_names, layer_store, project_store
 from memlane.memory import Memory
 
 DAEMON_DEADLINE_MS = 1500
@@ -34,7 +34,14 @@ def _project(ctx: click.Context) -> project.Project:
 
 
 def _service(proj: project.Project, cfg: config.Config) -> AppContextService:
-    return AppContextService(proj.root_str, cfg, project_id=proj.id)
+    """The project's context service; for a project memlane keeps nothing for, one that writes nothing (the
+    rules are read into memory, not cached in a new ``projects/<id>/context`` folder: reads create nothing)."""
+    if paths.project_dir(proj.id).is_dir():
+        return AppContextService(proj.root_str, cfg, project_id=proj.id)
+    from memlane.context.store import MemoryContextStore
+
+    persistent = MemoryContextStore(ContextScope.APP, PersistenceKind.PERSISTENT)
+    return AppContextService(proj.root_str, cfg, project_id=proj.id, persistent=persistent)
 
 
 def _daemon(path: str, body: dict[str, Any] | None = None, method: str = "GET") -> dict[str, Any] | None:
@@ -115,10 +122,13 @@ def _parse_value(raw: str, as_json: bool) -> Any:
         raise click.BadParameter(f"not JSON: {exc}", param_hint="VALUE") from exc
 
 
-def _change(ctx: click.Context, key: str, value: Any, persistent: bool) -> dict[str, Any]:
+def _change(ctx: click.Context, key: str, value: Any, persistent: bool, layer: str | None = None) -> dict[str, Any]:
     cfg = config.load()
     proj = _project(ctx)
     applied = normalize(proj.root_str, {key: value}, cfg)  # a ContextError becomes one line in cli.main.Group
+    if layer is not None:
+        layer_store(proj.id, layer).put_all(applied)  # the Layer scope: persistent, one file per layer
+        return {"store": f"layer {layer}", "applied": applied}
     if persistent:
         if rules.owned(key):
             raise click.ClickException(f"{key} comes from the project's files; edit the file instead")
@@ -129,15 +139,23 @@ def _change(ctx: click.Context, key: str, value: Any, persistent: bool) -> dict[
     return {"store": "volatile", "applied": applied, "daemon": sent}
 
 
+LAYER_OPTION = click.option(
+    "--layer", metavar="NAME", help="The Layer scope: this layer's own persistent store (see `context layers`)."
+)
+
+
 @context_group.command("set")
 @click.argument("key")
 @click.argument("value")
 @click.option("--persistent", is_flag=True, help="A persistent user key (e.g. preferences) instead of volatile.")
+@LAYER_OPTION
 @click.option("--json", "as_json", is_flag=True, help="VALUE is JSON (a list, an object, a number).")
 @click.pass_context
-def set_(ctx: click.Context, key: str, value: str, persistent: bool, as_json: bool) -> None:
+def set_(ctx: click.Context, key: str, value: str, persistent: bool, layer: str | None, as_json: bool) -> None:
     """Set KEY to VALUE ('-' reads stdin). Paths (currentFile…) are relative to the project root."""
-    result = _change(ctx, key, _parse_value(value, as_json), persistent)
+    if layer is not None and persistent:
+        raise click.UsageError("--layer and --persistent are two different stores: give one")
+    result = _change(ctx, key, _parse_value(value, as_json), persistent, layer)
     shown = result["applied"][key]
     where = result["store"] + (" (and the running daemon)" if result.get("daemon") else "")
     click.echo(f"{key} = {json.dumps(shown, ensure_ascii=False)[:200]}  [{where}]")
@@ -146,11 +164,37 @@ def set_(ctx: click.Context, key: str, value: str, persistent: bool, as_json: bo
 @context_group.command("unset")
 @click.argument("key")
 @click.option("--persistent", is_flag=True, help="Remove a persistent user key instead of a volatile one.")
+@LAYER_OPTION
 @click.pass_context
-def unset(ctx: click.Context, key: str, persistent: bool) -> None:
+def unset(ctx: click.Context, key: str, persistent: bool, layer: str | None) -> None:
     """Remove KEY."""
-    result = _change(ctx, key, None, persistent)
+    if layer is not None and persistent:
+        raise click.UsageError("--layer and --persistent are two different stores: give one")
+    result = _change(ctx, key, None, persistent, layer)
     click.echo(f"{key} removed [{result['store']}]")
+
+
+@context_group.command("layers")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
+@click.pass_context
+def layers(ctx: click.Context, as_json: bool) -> None:
+    """The project's layers (seed 002's Layer scope) and their entries.
+
+    A layer is a node of a larger pipeline — an agent, a stage, a tool — with standing context of its own:
+    `memlane context set --layer reviewer checklist "…"`, then `memlane context compose -t llm_task
+    --layer reviewer` (or "layer" in POST /api/context/compose) puts its entries in the persistent block.
+    """
+    proj = _project(ctx)
+    found = {name: layer_store(proj.id, name).snapshot() for name in layer_names(proj.id)}
+    if as_json:
+        render.emit_json(found)
+    elif not found:
+        click.echo("No layers yet: `memlane context set --layer NAME KEY VALUE` makes one.")
+    else:
+        limit = config.load().context.max_value_chars
+        for name, entries in found.items():
+            click.echo(f"## layer {name}")
+            click.echo(serialize(entries, limit) if entries else "(empty)")
 
 
 @context_group.command("learn")
@@ -165,7 +209,9 @@ def learn(ctx: click.Context, as_json: bool) -> None:
     from memlane.context import preferences
 
     cfg = config.load()
-    with ctx.find_root().obj.memory(create=False) as mem:
+    with ctx.find_root().obj.reading(as_json) as mem:
+        if mem is None:
+            return
         preferences.relearn(mem.store, mem.project.id, cfg.context.learned_preferences)
         learned = preferences.parse(
             project_store(mem.project.id, ContextScope.APP, PersistenceKind.PERSISTENT).snapshot().get(preferences.KEY)
@@ -179,13 +225,26 @@ def learn(ctx: click.Context, as_json: bool) -> None:
             click.echo(f"[{cite}] {text}")
 
 
+NATIVE = ("session_start", "prompt_injection", "mcp_context_pack")  # tasks whose body memlane retrieves itself
+
+
 @context_group.command("compose")
 @click.option("--task", "-t", "task_type", required=True, type=click.Choice(sorted(TASKS)), help="Task type.")
-@click.option("--body", "-b", help="The body text ('-' reads stdin). Default: what memlane itself would send.")
-@click.option("--prompt", "-p", help="prompt_injection: the prompt to retrieve for; mcp_context_pack: the task.")
+@click.option(
+    "--body",
+    "-b",
+    help="Your own text as the body ('-' reads stdin), shown under '## Body', in place of what memlane would "
+    "retrieve. Not a query: to see the memories a prompt gets, use --prompt.",
+)
+@click.option(
+    "--prompt",
+    "-p",
+    help="The prompt memlane retrieves memories for (prompt_injection), or the task (mcp_context_pack).",
+)
 @click.option("--header", default="", help="A first line above the blocks.")
 @click.option("--max-chars", type=click.IntRange(1, 100_000), help="Total budget (default: the task's).")
 @click.option("--session", "-s", help="Include this session's scope (files touched).")
+@LAYER_OPTION
 @click.option("--json", "as_json", is_flag=True, help="The composition with per-block details, as JSON.")
 @click.pass_context
 def compose(
@@ -196,13 +255,27 @@ def compose(
     header: str,
     max_chars: int | None,
     session: str | None,
+    layer: str | None,
     as_json: bool,
 ) -> None:
-    """Print the prompt composed for a task type: persistent + volatile blocks + body."""
+    """Print the prompt composed for a task type: persistent + volatile blocks + body.
+
+    \b
+    Two inputs, two meanings:
+      --prompt TEXT  what memlane searches its memory for: the memories it finds are the body
+                     (prompt_injection: "## Relevant memories"; mcp_context_pack: the task)
+      --body TEXT    your own text, placed as the body as it is ("## Body"); nothing is retrieved
+    Without either, session_start shows what SessionStart would inject now.
+    """
+    if body is not None and prompt is not None and task_type in NATIVE:
+        raise click.UsageError(
+            "give --prompt (memlane retrieves memories for it) or --body (your own text instead), not both"
+        )
     cfg = config.load()
     proj = _project(ctx)
     snap, _source = _context(proj, cfg, session)
-    if body is None and task_type in ("session_start", "prompt_injection", "mcp_context_pack"):
+    snap.with_layer(proj.id, check_layer(layer) if layer is not None else None)
+    if body is None and task_type in NATIVE:
         text = _native(task_type, proj, cfg, snap, prompt or "", max_chars)
         if as_json:
             render.emit_json({"task": task_type, "prompt": text, "chars": len(text)})
@@ -211,7 +284,11 @@ def compose(
         return
     if body == "-":
         body = sys.stdin.read()
-    parts = PromptComposer(cfg).compose_parts(task_type, snap, body or "", header=header, max_chars=max_chars)
+    # Text given with --body is the caller's, never shown as memlane's memories or recent work.
+    title = "## Body" if task_type in NATIVE else None
+    parts = PromptComposer(cfg).compose_parts(
+        task_type, snap, body or "", header=header, max_chars=max_chars, body_title=title
+    )
     if as_json:
         render.emit_json(parts.as_dict())
     else:

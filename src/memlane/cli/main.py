@@ -16,7 +16,7 @@ from typing import Any
 
 import click
 
-from memlane import __version__, atomic, paths, project
+from memlane import __version__, atomic, config, paths, project
 from memlane.cli import (
     admin,
     config_cmd,
@@ -32,10 +32,10 @@ from memlane.cli import (
     vectors,
     workflow,
 )
-from memlane.cli.invocation import Ctx, pass_ctx
-from memlane.cli.params import EVENT_TYPE, WHEN
+from memlane.cli.invocation import CWD_HELP, PROJECT_ID_HELP, Ctx, check_cwd, no_memory_line, pass_ctx, project_options
+from memlane.cli.params import EVENT_TYPE, OUTPUT_FILE, WHEN
 from memlane.errors import MemlaneError
-from memlane.memory import Memory, check_query
+from memlane.memory import Memory, NoMemoryYet, check_query, check_window
 from memlane.store.db import StoreDamaged, is_damage
 
 json_option = click.option("--json", "as_json", is_flag=True, help="Machine-readable JSON output.")
@@ -51,6 +51,14 @@ def storage_message(exc: sqlite3.DatabaseError) -> str:
     return f"memory store unavailable ({first})"
 
 
+def os_message(exc: OSError) -> str:
+    """One line for a file-system failure: what went wrong, and on which path."""
+    what = exc.strerror or type(exc).__name__
+    if exc.filename is None:
+        return what
+    return f"{exc.filename}: {what}" + (f" (and {exc.filename2})" if exc.filename2 else "")
+
+
 class Group(click.Group):
     """The one place the CLI turns a ``MemlaneError`` (any command, any group) into ``Error: <message>``
     and exit status 1; anything else is a bug and keeps its traceback."""
@@ -58,10 +66,15 @@ class Group(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
+        except NoMemoryYet as exc:  # a state, not an error: the same line and exit status 0 for every command
+            click.echo(no_memory_line(exc))
+            return None
         except MemlaneError as exc:
             raise click.ClickException(str(exc)) from exc
         except sqlite3.DatabaseError as exc:  # a damaged, locked or full store: one line, never a traceback
             raise click.ClickException(storage_message(exc)) from exc
+        except OSError as exc:  # a file or folder the user named (or the disk) refused: one line
+            raise click.ClickException(os_message(exc)) from exc
 
 
 EPILOG = """\b
@@ -77,18 +90,27 @@ Colour: off when NO_COLOR is set or output is not a terminal; piped tables are t
     invoke_without_command=True,
 )
 @click.version_option(__version__, "--version", "-V", prog_name="memlane", help="Show the version and exit.")
-@click.option(
-    "-C", "--cwd", metavar="PATH", help="Act on the project containing this folder (default: the current one)."
-)
-@click.option("--project-id", help="Act on a registered project by id (see `memlane projects`).")
+@click.option("-C", "--cwd", metavar="PATH", help=CWD_HELP)
+@click.option("--project-id", help=PROJECT_ID_HELP)
 @click.pass_context
 def cli(ctx: click.Context, cwd: str | None, project_id: str | None) -> None:
     """memlane — local-first memory for AI coding agents."""
-    if cwd is not None and not os.path.isdir(cwd):
-        raise click.ClickException(f"-C {cwd}: no such folder")
-    ctx.obj = Ctx(cwd, project_id)
+    checked = check_cwd(cwd) if cwd is not None else None
+    _read_storage_path()
+    ctx.obj = Ctx(checked, project_id)
     if ctx.invoked_subcommand is None:  # a bare `memlane` is a request for help, not a usage error
         click.echo(ctx.get_help())
+
+
+def _read_storage_path() -> None:
+    """``storage.path`` moves the project stores (``paths.projects_root``): read the config before any command
+    touches one. Nothing is created; a broken config is left for the command that needs it to report."""
+    if not os.path.exists(os.path.join(paths.home_path(), "config.toml")):
+        return
+    try:
+        config.load()
+    except config.ConfigError:
+        pass
 
 
 # ---- reading -----------------------------------------------------------------------------------
@@ -112,6 +134,7 @@ def history(
     as_json: bool,
 ) -> None:
     """Recent events, newest first (by when they happened, so imported history sorts in place)."""
+    check_window(since, until)  # refused even where no store exists yet
     with obj.reading(as_json) as mem:
         if mem is None:
             return
@@ -130,8 +153,10 @@ def history(
 @pass_ctx
 def show(obj: Ctx, ref: str, as_json: bool) -> None:
     """One event in full, by citation (mem:abc123) or id."""
-    with obj.memory(create=False) as mem:
-        event = mem.get(ref)
+    with obj.reading(as_json, empty=None) as mem:
+        if mem is None:
+            return
+        event = mem.find(ref)  # with retrieval.cross_project on, another project's citation opens too
         if as_json:
             render.emit_json(event.as_dict())
             return
@@ -143,11 +168,9 @@ def show(obj: Ctx, ref: str, as_json: bool) -> None:
                 ("time", event.ts),
                 ("session", event.session_id),
                 ("project", event.project_id),
+                *((key, value) for key, value in sorted(event.metadata.items()) if value not in (None, "", {})),
             ]
         )
-        for key, value in sorted(event.metadata.items()):
-            if value not in (None, "", {}):
-                render.console.print(f"[dim]{key}:[/] {value}")
         render.console.print()
         render.console.print(event.content, markup=False)
 
@@ -160,7 +183,9 @@ def show(obj: Ctx, ref: str, as_json: bool) -> None:
 @pass_ctx
 def timeline(obj: Ctx, ref: str, before: int, after: int, as_json: bool) -> None:
     """The events around one event in its session."""
-    with obj.memory(create=False) as mem:
+    with obj.reading(as_json) as mem:
+        if mem is None:
+            return
         events = mem.timeline(ref, before, after)
         if as_json:
             render.emit_json([e.as_dict() for e in events])
@@ -169,12 +194,15 @@ def timeline(obj: Ctx, ref: str, before: int, after: int, as_json: bool) -> None
 
 
 @cli.command()
-@click.argument("query", nargs=-1, required=True)
+@click.argument("query", nargs=-1)
 @click.option("--limit", "-n", default=10, show_default=True, type=click.IntRange(1, 200), help="At most this many.")
 @click.option("--session", "-s", help="Only this session id.")
 @click.option("--type", "-t", "types", multiple=True, type=EVENT_TYPE, help="Event type (repeatable).")
 @click.option("--since", type=WHEN, help="From this time (2026-11-01, 7d, 12h).")
 @click.option("--until", type=WHEN, help="Before this time.")
+@click.option("--tool", metavar="NAME", help="Only tool calls of this tool (Bash, Edit, Read, …).")
+@click.option("--file", "file", metavar="PATH", help="Only tool calls that read, wrote or named this file (or a part).")
+@click.option("--failed", is_flag=True, help="Only tool calls that failed (non-zero exit, tool error).")
 @click.option(
     "--disclosure",
     "-d",
@@ -182,7 +210,7 @@ def timeline(obj: Ctx, ref: str, before: int, after: int, as_json: bool) -> None
     default="index",
     show_default=True,
     help="index: one line each; timeline: + session neighbours; full: everything; "
-    "smart: full detail only for high-confidence results.",
+    "smart: full detail for a clear winner, timelines when several match equally.",
 )
 @click.option("--budget", default=2000, show_default=True, type=click.IntRange(100, 100000), help="Token budget.")
 @click.option("--text-only", is_flag=True, help="Full-text only (no embedding model, instant).")
@@ -196,15 +224,27 @@ def search(
     types: tuple[str, ...],
     since: str | None,
     until: str | None,
+    tool: str | None,
+    file: str | None,
+    failed: bool,
     disclosure: str,
     budget: int,
     text_only: bool,
     as_json: bool,
 ) -> None:
-    """Search memory by meaning and words (hybrid: BM25 + vectors + recency)."""
+    """Search memory by meaning and words (hybrid: BM25 + vectors + recency).
+
+    With --tool, --file or --failed the QUERY may be left out: tool calls are then listed newest first.
+    """
+    from memlane.memory import check_tool_filters
     from memlane.retrieval.disclosure import disclose
     from memlane.retrieval.engine import Engine
 
+    tools = check_tool_filters(tool, file, failed, list(types))
+    check_window(since, until)  # refused even where no store exists yet
+    if not query and tools:
+        _tool_runs(obj, tools, session, since, until, limit, as_json)
+        return
     text = check_query(" ".join(query))  # refused even where no store exists yet (reading() answers "empty")
     with obj.reading(as_json) as mem:
         if mem is None:
@@ -212,17 +252,64 @@ def search(
         if not text_only:
             _warn_unembedded(mem)
         # The daemon's warm model answers when it is up: no model load in this process.
-        engine = Engine(mem.config, vectors=not text_only, via_daemon=True)
-        hits = mem.search(
-            text, limit=limit, session=session, types=list(types), since=since, until=until, engine=engine
+        # Started by a search only where daemon.search_starts says so: a read starts nothing by default.
+        engine = Engine(
+            mem.config, vectors=not text_only, via_daemon=True, start_daemon=mem.config.daemon.search_starts
         )
-        rows = disclose(mem.store, hits, disclosure, budget)
+        hits = mem.search(
+            text, limit=limit, session=session, types=list(types), since=since, until=until, engine=engine, **tools
+        )
+        shown = disclose(hits, disclosure, budget, mem.neighbours, mem.config.retrieval)
+        others = {h.event.project_id for h in hits} - {mem.project.id}
+        where = mem.project.name + (f" and {len(others)} other project(s)" if others else "")
+        if engine.model_error:  # never silently text-only
+            render.err_console.print(
+                f"embedding model '{mem.config.embedding.model}' cannot be used ({engine.model_error}); "
+                "these are full-text results only (`memlane doctor` says how to fix it)",
+                markup=False,
+            )
     if as_json:
-        render.emit_json(rows)
-    elif not rows:
+        render.emit_json(shown.rows)
+    elif not shown.rows:
         render.console.print(f"Nothing found for '{text}'.")
     else:
-        render.search_results(rows, text)
+        render.search_results(shown.rows, text)
+        if disclosure == "smart" or shown.meta["shown"] < shown.meta["matches"] or others:
+            render.err_console.print(_disclosure_note(shown.meta, where), markup=False)
+
+
+def _disclosure_note(meta: dict[str, Any], where: str) -> str:
+    """One line on stderr: where the results come from and what the layer and budget did."""
+    parts = [f"from {where}"]
+    if meta["layer"] == "smart":
+        parts.append(f"smart: {meta['expansion'].replace('_', ' ')}, {meta['expanded']} expanded")
+    if meta["shown"] < meta["matches"]:
+        parts.append(f"{meta['shown']} of {meta['matches']} shown within the budget")
+    parts.append(f"~{meta['estimated_tokens']} of {meta['budget_tokens']} tokens")
+    return "; ".join(parts)
+
+
+def _tool_runs(
+    obj: Ctx,
+    tools: dict[str, Any],
+    session: str | None,
+    since: str | None,
+    until: str | None,
+    limit: int,
+    as_json: bool,
+) -> None:
+    """``search --failed`` / ``--tool`` / ``--file`` without a query: the tool calls, newest first."""
+    with obj.reading(as_json) as mem:
+        if mem is None:
+            return
+        events = mem.tool_runs(session=session, since=since, until=until, limit=limit, **tools)
+    if as_json:
+        render.emit_json([e.as_dict() for e in events])
+    elif not events:
+        render.console.print("No tool calls match.")
+    else:
+        what = ", ".join(f"{k} {v}" if k != "failed" else "failed" for k, v in tools.items())
+        render.events_table(events, title=f"tool calls ({what}) — {len(events)}, newest first")
 
 
 def _warn_unembedded(mem: Memory) -> None:
@@ -276,7 +363,9 @@ def stats(obj: Ctx, as_json: bool) -> None:
         (
             "privacy",
             f"{p['private_sections']} private section(s), {p['secrets_redacted']} secret(s) redacted, "
-            f"{p['chars_filtered']} chars filtered in {p['events_filtered']} event(s)",
+            f"{p['chars_filtered']} chars filtered in {p['events_filtered']} event(s)"
+            + (f", {p['unclosed_tags']} unclosed private tag(s) left unfiltered" if p.get("unclosed_tags") else "")
+            + (f", {p['anonymized']} anonymized" if p.get("anonymized") else ""),
         ),
         ("outbox", ", ".join(f"{k} {v}" for k, v in data["outbox"].items()) or "empty"),
         ("forgotten", f"{data['tombstones']} forget operation(s)"),
@@ -294,14 +383,16 @@ def stats(obj: Ctx, as_json: bool) -> None:
     show_default=True,
     help="Output format.",
 )
-@click.option("--output", "-o", type=click.Path(dir_okay=False, writable=True), help="File to write (default: stdout).")
+@click.option("--output", "-o", type=OUTPUT_FILE, help="File to write (default: stdout).")
 @click.option("--session", "-s", help="Only this session id.")
 @click.option("--since", type=WHEN, help="From this time (2026-11-01, 7d, 12h).")
 @pass_ctx
 def export(obj: Ctx, fmt: str, output: str | None, session: str | None, since: str | None) -> None:
     """Export events as JSON, JSON lines or Markdown."""
     filters = {k: v for k, v in {"session": session, "since": since}.items() if v}
-    with obj.memory(create=False) as mem:
+    with obj.reading(False) as mem:
+        if mem is None:
+            return
         if output:
             with atomic.replacing(output) as fh:
                 count = mem.export(fmt, fh, **filters)
@@ -338,7 +429,9 @@ def forget(
         raise click.UsageError("give exactly one of: event ids/citations, --session, --before, --project")
     selector: dict[str, Any] = {"ids": list(refs), "session": session, "before": before, "everything": everything}
     selector = {k: v for k, v in selector.items() if v}
-    with obj.memory(create=False) as mem:
+    with obj.reading(as_json) as mem:
+        if mem is None:
+            return
         targets = mem.forget_preview(**selector)
         if dry_run and as_json:
             render.emit_json([mem.get(event_id).as_dict() for event_id, _type in targets])
@@ -356,6 +449,26 @@ def forget(
             raise click.Abort()
         count = mem.forget(**selector)
         render.console.print(f"Forgot {count} event(s).")
+
+
+@cli.command()
+@click.option("--max-mb", type=click.IntRange(1, 10_000_000), help="The cap (default: storage.max_size_mb).")
+@json_option
+@pass_ctx
+def prune(obj: Ctx, max_mb: int | None, as_json: bool) -> None:
+    """Bring the store under its size cap now: the oldest low-value events go first (the daemon does this
+    on its own when storage.max_size_mb is set). Protected and recent events stay (docs/retention.md)."""
+    from memlane import retention
+
+    with obj.memory(create=False) as mem:
+        cap = max_mb if max_mb is not None else mem.config.storage.max_size_mb
+        if not cap:
+            raise click.ClickException("no size cap: set storage.max_size_mb (memlane config set) or pass --max-mb")
+        report = retention.prune(mem, cap * 1024 * 1024)
+    if as_json:
+        render.emit_json(report.as_dict())
+    else:
+        render.console.print(report.line(), markup=False)
 
 
 # ---- projects, config --------------------------------------------------------------------------
@@ -438,6 +551,7 @@ for _command in (
     privacy_cmd.privacy_group,
 ):
     cli.add_command(_command)
+project_options(cli)  # -C / --project-id after the subcommand too (`memlane history --project-id X`)
 
 
 def run() -> None:

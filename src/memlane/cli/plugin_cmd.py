@@ -7,6 +7,8 @@ from pathlib import Path
 
 import click
 
+from memlane.cli.params import OUTPUT_FOLDER
+
 
 @click.group("plugin", context_settings={"help_option_names": ["-h", "--help"]})
 def plugin_group() -> None:
@@ -26,7 +28,7 @@ def path_cmd(as_json: bool) -> None:
 
 
 @plugin_group.command("build")
-@click.argument("dest", type=click.Path(file_okay=False, path_type=Path))
+@click.argument("dest", type=OUTPUT_FOLDER)
 @click.option("--marketplace", default="memlane-local", show_default=True, help="Name of the local marketplace.")
 @click.option("--command", "command", help="memlane executable the plugin runs (default: this installation's).")
 def build_cmd(dest: Path, marketplace: str, command: str | None) -> None:

@@ -31,7 +31,9 @@ def scan(obj: Ctx, redact: bool, yes: bool, as_json: bool) -> None:
     """
     from memlane import privacy_scan
 
-    with obj.memory() as mem:
+    with obj.reading(as_json, empty={"events_scanned": 0, "events_affected": 0, "findings": []}) as mem:
+        if mem is None:
+            return
         report = privacy_scan.scan(mem)
         affected = len(report.event_ids)
         if as_json and not redact:

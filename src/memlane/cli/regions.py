@@ -1,4 +1,4 @@
-"""``memlane regions list|show|add|update|delete|validate|fix|create|remove|sync``.
+"""``memlane regions list|show|add|update|delete|edit|validate|fix|create|remove|sync``.
 
 Thin wrappers over ``memlane.regions``. The file is the project's CLAUDE.md unless ``--file`` names
 another; line numbers are 0-based everywhere (the spec's data model), in text and JSON output alike.
@@ -29,6 +29,7 @@ from memlane.regions.model import (
     Heading,
     IndirectRef,
     Item,
+    RegionError,
     Text,
     make_item,
 )
@@ -358,6 +359,68 @@ def remove(name: str, dry_run: bool, file: str | None, as_json: bool) -> None:
     region = edit.remove_region(rf.doc, name)
     summary = f"Removed region '{name}' ({len(region.items)} item(s)) from {rf.path}."
     _finish(rf, dry_run, as_json, summary, {"region": name, "items": len(region.items)})
+
+
+@regions.command("edit")
+@click.argument("name")
+@click.option("--allow-missing", is_flag=True, help="Accept references to files that do not exist (yet).")
+@_dry_run
+@_common
+def edit_cmd(name: str, allow_missing: bool, dry_run: bool, file: str | None, as_json: bool) -> None:
+    """Edit a region's body in $VISUAL / $EDITOR; it is checked before anything is written.
+
+    The text between the markers opens in your editor. On save it must hold no region marker and pass the
+    checks of `regions validate` that were passing before (a missing reference only with --allow-missing);
+    otherwise nothing is written and your text is kept in a file named in the message. The file is
+    replaced atomically, and only if nobody changed it while you edited.
+    """
+    rf, root = _open(file)
+    current = edit.body_text(rf.doc, name)
+    rf.doc.require_well_formed()
+    edited = click.edit(current, extension=".md", require_save=False)
+    if edited is None or edited == current:
+        if as_json:
+            render.emit_json({"file": str(rf.path), "region": name, "changed": False, "written": False, "diff": ""})
+        else:
+            click.echo("No change.")
+        return
+    try:
+        _apply_body(rf, root, name, edited, allow_missing)
+        region = rf.doc.region(name)
+        where = f"{len(region.items)} item(s), lines {region.start}-{region.end}"
+        summary = f"Updated region '{name}' of {rf.path} ({where})."
+        _finish(rf, dry_run, as_json, summary, {"region": name, "items": len(region.items)})
+    except RegionError as exc:
+        kept = _keep(edited, name)
+        raise RegionError(f"{str(exc).removesuffix('; nothing written, run the command again')}; "
+                          f"nothing written, your text is in {kept}") from exc  # fmt: skip
+
+
+def _apply_body(rf: RegionFile, root: Path, name: str, text: str, allow_missing: bool) -> None:
+    """Put ``text`` in as the region's body; refuse what makes `regions validate` fail where it passed."""
+    cfg = config.load().regions
+    before = {(f.code, f.message) for f in validate(rf.doc, root, cfg, rf.path.parent) if f.severity == "error"}
+    edit.replace_body_text(rf.doc, name, text)
+    new = [
+        f
+        for f in validate(rf.doc, root, cfg, rf.path.parent)
+        if f.severity == "error" and (f.code, f.message) not in before
+        and not (allow_missing and f.code == "missing-ref")
+    ]  # fmt: skip
+    if new:
+        first = new[0]
+        more = f" (and {len(new) - 1} more)" if len(new) > 1 else ""
+        raise RegionError(f"line {first.line}: {first.code}: {first.message}{more}")
+
+
+def _keep(text: str, name: str) -> str:
+    """The edited text, saved where the user can take it back from (a refused edit must not lose work)."""
+    import tempfile
+
+    fd, path = tempfile.mkstemp(prefix=f"memlane-region-{name}-", suffix=".md")
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    return path
 
 
 # ---- checking ----------------------------------------------------------------------------------

@@ -9,12 +9,18 @@ narrow, and a pipe has no width at all. So:
   indented below it, wrapped rather than cut;
 - a wider terminal: a rich table.
 
-Colour follows rich, which honours ``NO_COLOR`` and ``FORCE_COLOR``.
+Colour follows rich, which honours ``FORCE_COLOR``; ``NO_COLOR`` turns every style off, bold and dim
+included (rich alone keeps those: https://no-color.org asks for no ANSI styling at all).
+
+Key/value outputs (``show``, ``stats``, ``status``, ``vectors status``) are ``key<TAB>value`` lines in a
+pipe. In ``--json`` every time is ISO 8601 (``emit_json`` turns the few epoch seconds that records keep,
+such as a project's ``created_at`` or the daemon's ``started``, into the stored form).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -25,9 +31,15 @@ from rich.table import Table
 
 from memlane.store.db import Event
 
+
+def _styles() -> dict[str, Any]:
+    """``color_system=None`` when NO_COLOR is set (to anything): no colour and no bold, dim or underline."""
+    return {"color_system": None} if os.environ.get("NO_COLOR") else {}
+
+
 # In a pipe a line is a record: never wrap it at an imagined 80 columns.
-console = Console(highlight=False, soft_wrap=not sys.stdout.isatty())
-err_console = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty())
+console = Console(highlight=False, soft_wrap=not sys.stdout.isatty(), **_styles())
+err_console = Console(stderr=True, highlight=False, soft_wrap=not sys.stderr.isatty(), **_styles())
 
 
 WIDE = 100
@@ -75,7 +87,40 @@ def records(
 
 
 def emit_json(data: Any) -> None:
-    sys.stdout.write(json.dumps(data, ensure_ascii=False, indent=2, default=str) + "\n")
+    sys.stdout.write(json.dumps(iso_times(data), ensure_ascii=False, indent=2, default=str) + "\n")
+
+
+# Keys whose number is a moment (seconds since the epoch) in what memlane records: shown as ISO 8601.
+_TIME_KEYS = ("started", "mtime", "lastAccess", "loadedAt", "failed_at", "time", "ts")
+_EPOCH_RANGE = (946684800, 4102444800)  # 2000-01-01 .. 2100-01-01: a count in that range is not a time
+
+
+def _is_time_key(key: str) -> bool:
+    return key in _TIME_KEYS or key.endswith(("_at", "At"))
+
+
+def iso_times(data: Any) -> Any:
+    """``data`` with every epoch-seconds time under a time key (``created_at``, ``started``…) as ISO 8601 UTC,
+    the form stored timestamps have, so every ``--json`` output uses one time format."""
+    from memlane.store.keys import iso
+
+    if isinstance(data, dict):
+        out = {}
+        for key, value in data.items():
+            if (
+                isinstance(key, str)
+                and _is_time_key(key)
+                and isinstance(value, (int, float))
+                and not isinstance(value, bool)
+                and _EPOCH_RANGE[0] <= value < _EPOCH_RANGE[1]
+            ):
+                out[key] = iso(float(value))
+            else:
+                out[key] = iso_times(value)
+        return out
+    if isinstance(data, (list, tuple)):
+        return [iso_times(v) for v in data]
+    return data
 
 
 def short(text: str, limit: int = 100) -> str:
@@ -108,17 +153,16 @@ def events_table(events: Sequence[Event], title: str | None = None, score: Seque
 
 
 def kv_table(rows: Sequence[tuple[str, Any]], title: str | None = None) -> None:
+    """Key/value rows: a two-column table on a terminal; ``key<TAB>value`` lines in a pipe (``cut -f2``)."""
     if layout() == "plain":
-        # Key and value on one line, the value in full; the keys are short so the values still line up.
-        width = max((len(k) for k, _ in rows), default=0)
         for key, value in rows:
-            sys.stdout.write(f"{key:<{width}}  {value}\n")
+            sys.stdout.write(f"{key}\t{one_line(value)}\n")
         return
     table = Table(title=title, show_header=False, box=None, pad_edge=False)
     table.add_column(style="bold", no_wrap=True)
     table.add_column(overflow="fold")
     for key, value in rows:
-        table.add_row(key, str(value))
+        table.add_row(key, escape(str(value)))
     console.print(table)
 
 
@@ -141,29 +185,32 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} GB"
 
 
+SEARCH_HEADER = ["citation", "rank", "match", "time", "type", "summary"]
+
+
 def search_results(rows: Sequence[dict[str, Any]], query: str) -> None:
-    """Disclosure rows: an index table, then any timelines / details below it."""
-    header = ["citation", "score", "match", "time", "type", "summary"]
+    """Disclosure rows: an index table, then any timelines / details below it.
+
+    The number shown is ``rank``, what the list is sorted by, so it falls from top to bottom (a superseded
+    memory, listed last whatever its rank, says so in ``match``). ``match`` is the band of P, the chance the
+    memory bears on the query that injection reads: high (the top result, P >= 0.6 and well ahead of other
+    sessions), suggested (P >= 0.15), none. P itself is ``score`` in ``--json``. Showing P in the table made
+    the column read as unsorted ("0.82, 0.59, 0.98"): P carries a session's whole support, the order only a
+    bounded part of it (docs/retrieval.md "Order").
+    """
     flat = [
-        [r["citation"], f"{r['score']:.2f}", r["confidence"], r["ts"][:16].replace("T", " "), r["type"], r["summary"]]
+        [r["citation"], f"{r['rank']:.2f}", r["confidence"], r["ts"][:16].replace("T", " "), r["type"], r["summary"]]
         for r in rows
     ]
-    if records(header, flat, f"'{query}'"):
+    if records(SEARCH_HEADER, flat, f"'{query}'"):
         _search_extras(rows)
         return
     table = Table(title=f"'{query}'", header_style="bold")
-    for col, style in (("citation", "cyan"), ("score", ""), ("match", "green"), ("time", "dim"), ("type", "magenta")):
+    for col, style in (("citation", "cyan"), ("rank", ""), ("match", "green"), ("time", "dim"), ("type", "magenta")):
         table.add_column(col, style=style or None, no_wrap=True)
     table.add_column("summary", overflow="fold")
-    for row in rows:
-        table.add_row(
-            row["citation"],
-            f"{row['score']:.2f}",
-            row["confidence"],
-            row["ts"][:16].replace("T", " "),
-            row["type"],
-            row["summary"],
-        )
+    for row in flat:
+        table.add_row(*row[:-1], escape(str(row[-1])))
     console.print(table)
     _search_extras(rows)
 
@@ -180,3 +227,15 @@ def _search_extras(rows: Sequence[dict[str, Any]]) -> None:
         if "detail" in row:
             console.print(f"[bold]{row['citation']}[/] ({row['type']}, {row['ts']}):")
             console.print(row["detail"]["content"], markup=False)
+
+
+def queue_line(q: dict[str, Any]) -> str:
+    """The embedding outbox in one line (vector-outbox-v2 §9): waiting, failed (with what to do), average time."""
+    if "error" in q:
+        return f"unreadable ({q['error']})"
+    parts = [f"{q['pending'] + q['processing']} waiting"]
+    if q["failed"]:
+        parts.append(f"{q['failed']} FAILED (memlane vectors status; memlane vectors retry)")
+    if q["avg_ms"] is not None:
+        parts.append(f"avg {q['avg_ms'] / 1000:.1f} s queued → embedded over {q['done']} done")
+    return ", ".join(parts)

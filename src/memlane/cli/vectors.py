@@ -108,7 +108,9 @@ def describe_embedding(r: ProcessReport) -> str:
 @click.pass_context
 def process(ctx: click.Context, limit: int | None, as_json: bool) -> None:
     """Embed the outbox into the vector index now (the daemon does this in the background)."""
-    with ctx.obj.memory(create=False) as mem:  # reads and repairs never create a store
+    with ctx.obj.reading(as_json, empty={}) as mem:  # reads and repairs never create a store
+        if mem is None:
+            return
         report = embed_pending(mem, limit, quiet=as_json)
     if as_json:
         render.emit_json(report.__dict__)
@@ -133,7 +135,9 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
     """Outbox counts, vector count, model, index."""
     from memlane.vectors import status
 
-    with ctx.obj.memory(create=False) as mem:  # reads and repairs never create a store
+    with ctx.obj.reading(as_json, empty={}) as mem:  # reads and repairs never create a store
+        if mem is None:
+            return
         data = status(mem, _embedder(mem))
     if as_json:
         render.emit_json(data)
@@ -144,6 +148,8 @@ def status_cmd(ctx: click.Context, as_json: bool) -> None:
             ("vectors", data.get("vectors")),
             ("ANN index", data.get("indexed")),
             ("outbox", ", ".join(f"{k} {v}" for k, v in data["outbox"].items()) or "empty"),
+            ("queue", render.queue_line(data["queue"])),
+            ("last embedded", data["queue"]["last_done_at"] or "-"),
             *(("failed because", e) for e in data["failed_errors"]),
         ]
     )
@@ -157,7 +163,9 @@ def reconcile_cmd(ctx: click.Context, fix: bool, as_json: bool) -> None:
     """Compare events with vectors: queue events without vectors, delete vectors without events."""
     from memlane.vectors import reconcile
 
-    with ctx.obj.memory(create=False) as mem:  # reads and repairs never create a store
+    with ctx.obj.reading(as_json, empty={}) as mem:  # reads and repairs never create a store
+        if mem is None:
+            return
         report = reconcile(mem, _embedder(mem), fix=fix)
     if as_json:
         render.emit_json(report.__dict__)

@@ -15,7 +15,7 @@ import click
 from memlane import config
 from memlane.cli import render
 from memlane.cli.invocation import Ctx
-from memlane.project import Project
+from memlane.project import Project, resolve
 from memlane.workflow import lifecycle, links, progress, sessions, store
 from memlane.workflow.store import WorkflowError
 
@@ -42,8 +42,8 @@ class State:
     @property
     def project(self) -> Project:
         if self._project is None:
-            with self.obj.memory() as mem:  # the root group's project resolution (-C, --project-id)
-                self._project = mem.project
+            # The root group's project resolution (-C, --project-id); no event store is opened or made.
+            self._project = resolve(self.obj.cwd, self.obj.project_id)
         return self._project
 
     @property
@@ -322,6 +322,8 @@ def import_doc(state: State, paths: tuple[str, ...], kind: str | None, dry_run: 
     """Parse feature-list.md / domain-definition.md into progress.json (default: the project's own)."""
     from memlane.workflow import docs
 
+    for p in paths:  # before anything is read or changed
+        docs.check_document(p)
     memory_id = state.memory_id()
     if paths:
         todo = [(kind or docs.detect_kind(p, Path(p).read_text(encoding="utf-8", errors="replace")), p) for p in paths]

@@ -435,12 +435,14 @@ class PromptComposer:
         *,
         header: str = "",
         max_chars: int | None = None,
+        body_title: str | None = None,
     ) -> Composition:
         """Compose ``header``, the blocks ``task_type`` selects from ``context`` and ``body``.
 
         ``context`` is a ``PromptContext``, anything with ``context_for_prompt()`` (an
         ``AppContextService``) or None. ``body`` is text (lines are dropped from the end to fit) or a
-        function given the characters left for it that returns text within them.
+        function given the characters left for it that returns text within them. ``body_title`` replaces
+        the task's title for the body (a caller's own text is not "## Relevant memories").
         """
         spec = task(task_type)
         total = self.total_budget(spec, max_chars)
@@ -451,7 +453,7 @@ class PromptComposer:
         body_text = body if isinstance(body, str) else None
         if body_text is not None and not body_text.strip():
             body_text, body = "", ""
-        title = spec.body_title
+        title = spec.body_title if body_title is None else body_title
         wants_body = body_text is None or bool(body_text)
         body_need = total if body_text is None else len(body_text) + (len(title) + 1 if title else 0)
         reserve = min(body_need, total // 2) if wants_body else 0
@@ -520,9 +522,13 @@ class PromptComposer:
             if key.startswith("rules/"):
                 base = next((r for r in rule_order if key == r or key.startswith(r + "/")), None)
                 return (3, rule_order[base] if base is not None else len(rule_order), index)
+            if key.startswith("layer/"):
+                return (1, 1, index)
             return (1, 0, index)  # what the user set by hand comes right after preferences
 
         items = [(k, v) for k, v in snap.persistent.items() if k not in hidden]
+        # The Layer scope's entries, when the composition names a layer: after what the user set by hand.
+        items += [(f"layer/{snap.layer_name}/{k}", v) for k, v in snap.layer.items()]
         return [kv for _, kv in sorted(enumerate(items), key=rank)]
 
     def _volatile(self, spec: TaskSpec, snap: PromptContext) -> list[tuple[str, Any]]:

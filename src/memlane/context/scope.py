@@ -16,7 +16,7 @@ class ContextScope(enum.Enum):
     APP = "app"  # one project, for as long as memlane runs (rules, working directory, editor state)
     SESSION = "session"  # one agent session: the seed's ExecutionTree (session id, files touched)
     LLM_TASK = "llm_task"  # one composed prompt: request-only overrides, assembled at compose time
-    LAYER = "layer"  # a node of a larger pipeline (reserved: no store yet)
+    LAYER = "layer"  # a node of a larger pipeline (a named agent, stage or tool): its own persistent store
 
 
 class PersistenceKind(enum.Enum):

@@ -133,7 +133,7 @@ class PromptContext:
     ``request`` is the LLMTask scope: values that apply to this one composition only.
     """
 
-    __slots__ = ("persistent", "project_root", "request", "session", "status", "volatile")
+    __slots__ = ("layer", "layer_name", "persistent", "project_root", "request", "session", "status", "volatile")
 
     def __init__(
         self,
@@ -143,6 +143,8 @@ class PromptContext:
         request: dict[str, Any] | None = None,
         status: RefreshStatus | None = None,
         project_root: str = "",
+        layer: dict[str, Any] | None = None,
+        layer_name: str = "",
     ) -> None:
         self.persistent = persistent or {}
         self.volatile = volatile or {}
@@ -150,6 +152,8 @@ class PromptContext:
         self.request = request or {}
         self.status = status
         self.project_root = project_root
+        self.layer = layer or {}  # the Layer scope: the named layer's persistent entries (``layer_name``)
+        self.layer_name = layer_name
 
     def context_for_prompt(self) -> PromptContext:
         return self
@@ -160,7 +164,16 @@ class PromptContext:
             (ContextScope.APP, PersistenceKind.VOLATILE): self.volatile,
             (ContextScope.SESSION, PersistenceKind.VOLATILE): self.session,
             (ContextScope.LLM_TASK, PersistenceKind.VOLATILE): self.request,
+            (ContextScope.LAYER, PersistenceKind.PERSISTENT): self.layer,
         }
+
+    def with_layer(self, project_id: str, name: str | None) -> PromptContext:
+        """This context with layer ``name``'s entries (seed 002's Layer scope); ``None`` leaves it as it is."""
+        if name:
+            from memlane.context.store import layer_store
+
+            self.layer, self.layer_name = layer_store(project_id, name).snapshot(), name
+        return self
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -169,6 +182,7 @@ class PromptContext:
             "volatile": self.volatile,
             "session": self.session,
             "persistentStatus": self.status.value if self.status else None,
+            **({"layer": {"name": self.layer_name, "entries": self.layer}} if self.layer_name else {}),
         }
 
 
@@ -190,11 +204,18 @@ class AppContextService:
         *,
         project_id: str | None = None,
         volatile: ContextStore | None = None,
+        persistent: FileContextStore | MemoryContextStore | None = None,
     ) -> None:
+        """``persistent``: where rules are cached (default: the project's file; a ``MemoryContextStore`` for a
+        read of a project memlane keeps nothing for, so the read writes nothing)."""
         self.cfg = _config(cfg)
         self.root = root
         self.project_id = project_id or project.project_id(root)
-        self.persistent = project_store(self.project_id, ContextScope.APP, PersistenceKind.PERSISTENT)
+        self.persistent: FileContextStore | MemoryContextStore = (
+            persistent
+            if persistent is not None
+            else project_store(self.project_id, ContextScope.APP, PersistenceKind.PERSISTENT)
+        )
         self.volatile = volatile if volatile is not None else self._initial_volatile()
         self.last_status: RefreshStatus | None = None
 

@@ -13,7 +13,7 @@ import os
 from _thread import allocate_lock
 
 from memlane import atomic, paths
-from memlane.context.scope import ContextScope, PersistenceKind
+from memlane.context.scope import ContextError, ContextScope, PersistenceKind
 from memlane.filelock import FileLock
 
 TYPE_CHECKING = False
@@ -66,7 +66,7 @@ def _apply(current: dict[str, Any], entries: Mapping[str, Any], remove: Iterable
 class MemoryContextStore(ContextStore):
     """Entries held in this process only (the daemon's per-project and per-session volatile state)."""
 
-    __slots__ = ("_entries", "_lock")
+    __slots__ = ("_entries", "_lock", "_meta")
 
     def __init__(
         self,
@@ -77,6 +77,21 @@ class MemoryContextStore(ContextStore):
         super().__init__(scope, kind)
         self._lock = allocate_lock()
         self._entries: dict[str, Any] = dict(initial or {})
+        self._meta: dict[str, Any] = {}
+
+    def meta(self) -> dict[str, Any]:
+        """What a ``FileContextStore`` keeps beside its entries (rule fingerprints), held here in memory: a
+        persistent store standing in for a file a read must not write."""
+        with self._lock:
+            return dict(self._meta)
+
+    def write(
+        self, entries: Mapping[str, Any], remove: Iterable[str] = (), meta: Mapping[str, Any] | None = None
+    ) -> None:
+        with self._lock:
+            self._entries = _apply(self._entries, entries, remove)
+            if meta is not None:
+                self._meta = dict(meta)
 
     def snapshot(self) -> dict[str, Any]:
         with self._lock:
@@ -188,8 +203,42 @@ class FileContextStore(ContextStore):
 
 def store_path(project_id: str, scope: ContextScope, kind: PersistenceKind) -> str:
     """``<data dir>/projects/<id>/context/<scope>-<kind>.json`` — one file per persistent store."""
-    return paths.join("projects", project_id, "context", f"{scope.value}-{kind.value}.json")
+    return paths.project_join(project_id, "context", f"{scope.value}-{kind.value}.json")
 
 
 def project_store(project_id: str, scope: ContextScope, kind: PersistenceKind) -> FileContextStore:
     return FileContextStore(store_path(project_id, scope, kind), scope, kind)
+
+
+# ---- the Layer scope: one persistent store per named layer -----------------------------------------
+
+LAYER_NAME = r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}"  # a file name part: no separators, no leading dot
+
+
+def check_layer(name: object) -> str:
+    """A layer name, or a ``ContextError`` saying what one may be."""
+    import re
+
+    if not isinstance(name, str) or not re.fullmatch(LAYER_NAME, name):
+        raise ContextError(
+            f"layer name {str(name)[:80]!r}: use 1-64 letters, digits, '.', '_' or '-', starting with a letter or digit"
+        )
+    return name
+
+
+def layer_store(project_id: str, name: str) -> FileContextStore:
+    """``<project>/context/layer-<name>.json``: what one layer of a pipeline (seed 002's Layer scope: a node's
+    description and arguments, a subagent's standing instructions) carries into every composition naming it."""
+    path = paths.project_join(project_id, "context", f"{ContextScope.LAYER.value}-{check_layer(name)}.json")
+    return FileContextStore(path, ContextScope.LAYER, PersistenceKind.PERSISTENT)
+
+
+def layer_names(project_id: str) -> list[str]:
+    """The project's layers that have a store, sorted."""
+    folder = paths.project_join(project_id, "context")
+    prefix = f"{ContextScope.LAYER.value}-"
+    try:
+        names = os.listdir(folder)
+    except OSError:
+        return []
+    return sorted(n[len(prefix) : -len(".json")] for n in names if n.startswith(prefix) and n.endswith(".json"))

@@ -3,7 +3,8 @@
 - ``GET  /api/context?projectRoot=/abs/path[&sessionId=…]`` — persistent + volatile (+ session) snapshots.
 - ``PUT  /api/context/volatile`` — ``{"projectRoot": "/abs/path", "currentFile": "src/a.py", "selection": …}``;
   a ``null`` value removes the key.
-- ``POST /api/context/compose`` — ``{"projectRoot", "task", "body", "header"?, "maxChars"?, "context"?, "sessionId"?}``.
+- ``POST /api/context/compose`` — ``{"projectRoot", "task", "body", "header"?, "maxChars"?, "context"?, "sessionId"?,
+  "layer"?}`` (``layer``: a Layer-scope store whose entries join the persistent block).
 
 The daemon's ``Guard`` checks token, Host and Origin before any of these run. Volatile state lives in
 this process (one ``AppContextService`` per project); persistent state is the project's JSON file.
@@ -23,6 +24,7 @@ from memlane.context import gather
 from memlane.context.compose import PromptComposer
 from memlane.context.scope import ContextError
 from memlane.context.service import AppContextService, ContextRegistry, PromptContext, RefreshTrigger
+from memlane.context.store import check_layer
 from memlane.logs import log
 
 MAX_COMPOSE_CHARS = 100_000
@@ -141,6 +143,11 @@ def compose(daemon: Any, body: dict[str, Any]) -> dict[str, Any]:
     ):
         raise ContextError(f"maxChars must be a whole number from 1 to {MAX_COMPOSE_CHARS}")
     context = _snapshot(daemon, root, body.get("sessionId"), body.get("context"))
+    layer = body.get("layer")
+    if layer is not None:
+        from memlane import project
+
+        context.with_layer(project.identify(root).id, check_layer(layer))
     parts = PromptComposer(daemon.cfg).compose_parts(task_type, context, text, header=header, max_chars=max_chars)
     return {**parts.as_dict(), "projectRoot": root}
 

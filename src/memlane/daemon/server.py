@@ -36,6 +36,7 @@ from memlane.daemon import context_routes, state, warm
 from memlane.daemon.embed_worker import Gate, Stopping, Worker
 from memlane.daemon.inbox import DRAIN_S as INBOX_DRAIN_S
 from memlane.daemon.inbox import Delivery, Inbox
+from memlane.daemon.jobs import Upkeep
 from memlane.errors import InputError, MemlaneError
 from memlane.logs import log
 from memlane.memory import Memory
@@ -165,6 +166,7 @@ class Daemon:
         # How long the hooks Claude Code waits for took here (ms, the last ``HOOK_TIMES_KEPT`` of each): health.
         self.hook_ms: dict[str, deque[float]] = {e: deque(maxlen=HOOK_TIMES_KEPT) for e in warm.EVENTS}
         self.inbox = Inbox(self._store_delivery, self.touch, self._yield)
+        self.upkeep_state: dict[str, Any] = {}  # daemon/jobs.Upkeep: each job's last run and result
         self.last_hook = 0.0  # when the last hook came in (monotonic): the inbox waits for a quiet moment
 
     # ---- routes --------------------------------------------------------------------------------
@@ -201,6 +203,7 @@ class Daemon:
                 "hooks": self.hooks_run,
                 "hooks_queued": self.inbox.pending,
                 "hook_ms_p50": {e: round(statistics.median(t), 1) for e, t in self.hook_ms.items() if t},
+                "jobs": self.upkeep_state,
             }
         )
 
@@ -221,6 +224,9 @@ class Daemon:
         min_score = body.get("min_score", 0.0)
         if isinstance(min_score, bool) or not isinstance(min_score, int | float) or not 0 <= min_score <= 1:
             raise InputError("minScore must be a number from 0 to 1")
+        cross = body.get("cross_project")
+        if cross is not None and not isinstance(cross, bool):
+            raise InputError("cross_project must be true or false")
         with self.memory(body) as mem:
             started = time.perf_counter()
             hits = mem.search(
@@ -232,6 +238,10 @@ class Daemon:
                 until=body.get("until"),
                 exclude_ids=body.get("exclude_ids") or (),
                 engine=self.engine,
+                tool=body.get("tool"),  # tool, file, failed: checked by Memory.search
+                file=body.get("file"),
+                failed=body.get("failed", False),
+                cross_project=cross,
             )
             elapsed = (time.perf_counter() - started) * 1000
             hits = [h for h in hits if h.score >= min_score]
@@ -586,6 +596,8 @@ def serve(cfg: config.Config | None = None, port: int | None = None, worker: boo
     threads = [threading.Thread(target=daemon.idle_watch, args=(server,), daemon=True)]
     if worker:
         threads.append(threading.Thread(target=daemon.worker, name="embed-worker", daemon=True))
+        upkeep = Upkeep(cfg, daemon.stop, daemon.gate, state=daemon.upkeep_state)  # pruning, cleanup, backups
+        threads.append(threading.Thread(target=upkeep.run, name="upkeep", daemon=True))
     for t in threads:
         t.start()
     try:

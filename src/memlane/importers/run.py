@@ -26,7 +26,7 @@ from memlane.importers import claude, codex
 from memlane.importers.common import ParsedSession
 from memlane.logs import log
 from memlane.memory import Memory
-from memlane.store.db import NewEvent
+from memlane.store.db import NewEvent, Store
 
 SOURCES = {"claude": claude, "codex": codex}
 
@@ -91,8 +91,9 @@ class FileResult:
         self.session_id: str | None = fields.get("session_id")
         self.first_ts: str | None = fields.get("first_ts")
         self.last_ts: str | None = fields.get("last_ts")
-        self.new = int(fields.get("new", 0))
+        self.new = int(fields.get("new", 0))  # events the store gains (markers and summary included)
         self.present = int(fields.get("present", 0))
+        self.forgotten = int(fields.get("forgotten", 0))  # left out: a forget removed them before
         self.bad_lines = int(fields.get("bad_lines", 0))
         self.bad_line_numbers: list[int] = list(fields.get("bad_line_numbers", []))
         self.skipped: dict[str, int] = dict(fields.get("skipped", {}))
@@ -131,6 +132,7 @@ class Report:
             "files": self.by_status(),
             "new_events": self.total("new"),
             "already_present": self.total("present"),
+            "forgotten": self.total("forgotten"),
             "bad_lines": self.total("bad_lines"),
             "unpaired_tool_calls": self.total("unpaired_tools"),
             "skipped": self.skipped(),
@@ -306,20 +308,43 @@ class Importer:
         if not self.options.force and mem.store.import_ledger_entry(c.source, c.path) == (c.size, c.mtime_ns):
             return FileResult(c, "unchanged")
         parsed, events, fields = self._parse(c)
+        return self._store(mem, c, parsed, events, fields, "imported")
+
+    def _store(
+        self,
+        mem: Memory,
+        c: Candidate,
+        parsed: ParsedSession,
+        events: list[NewEvent],
+        fields: dict[str, Any],
+        status: str,
+    ) -> FileResult:
+        """Store one session's events (an import, or a dry run into a scratch copy of the session).
+
+        ``new`` is what the store gains: the session's event count after minus before (plus what ``--force``
+        dropped first), so the conversation events and, for a session the hooks never saw, its start and end
+        markers and its summary; what `history` shows more afterwards. A dry run counts the same way.
+        """
+        sid = str(parsed.session_id)
+        forgotten = mem.store.forgotten()
+        kept = [e for e in events if not forgotten.covers(e.session_id, e.ts, e.key())] if forgotten else events
+        fields["forgotten"] = len(events) - len(kept)
+        before = mem.store.session_event_count(sid)
         if self.options.force:
-            self.unimport(mem, parsed)
-        live = mem.store.captured_live(str(parsed.session_id))
-        if events and not live:
-            events.insert(0, _start_marker(parsed))
-        result = mem.store.append(events)
+            before -= self.unimport(mem, parsed)
+        live = mem.store.captured_live(sid)
+        if kept and not live:
+            kept.insert(0, _start_marker(parsed))
+        result = mem.store.append(kept)
         if not live and (result.inserted or self.options.force):
             self.close_session(mem, parsed)
             self.resummarize(mem, parsed)
-        if fields["complete"]:
+        new = mem.store.session_event_count(sid) - before
+        if status == "imported" and fields["complete"]:
             # Only a whole file goes in the ledger: after --since, without --sidechains when it has some,
             # or mid-turn, a later plain import must read it again instead of calling it unchanged.
-            mem.store.record_import(c.source, c.path, parsed.session_id, c.size, c.mtime_ns, len(result.inserted))
-        return FileResult(c, "imported", new=len(result.inserted), present=result.duplicates, **fields)
+            mem.store.record_import(c.source, c.path, parsed.session_id, c.size, c.mtime_ns, new)
+        return FileResult(c, status, new=new, present=result.duplicates, **fields)
 
     def _parse(self, c: Candidate) -> tuple[ParsedSession, list[NewEvent], dict[str, Any]]:
         parsed = SOURCES[c.source].parse(c.path, self.cfg, sidechains=self.options.sidechains)
@@ -344,21 +369,18 @@ class Importer:
         return parsed, events, fields
 
     def _dry_run(self, c: Candidate) -> FileResult:
-        """Count what an import would add, reading the store if there is one and creating nothing."""
+        """What an import would add, counted by importing into a scratch copy of the session.
+
+        The copy is an in-memory store holding the session's events and the tombstones from the project's
+        store (read-only; none is created when there is none), so the count is the import's own, markers
+        and summary included, and nothing is written anywhere.
+        """
         assert c.target is not None
-        _parsed, events, fields = self._parse(c)  # "complete": whether the import would be whole
-        if c.target.id in self.memories:
-            db: Any = self.memories[c.target.id].store.db
-        elif os.path.exists(c.target.db_file):
-            db = sqlite3.connect(f"file:{c.target.db_file}?mode=ro", uri=True)
-        else:
-            return FileResult(c, "dry-run", new=len(events), present=0, **fields)
-        try:
-            new = sum(1 for e in events if not _exists(db, e))
-        finally:
-            if c.target.id not in self.memories:
-                db.close()
-        return FileResult(c, "dry-run", new=new, present=len(events) - new, **fields)
+        parsed, events, fields = self._parse(c)
+        with Memory(c.target, self.cfg, Store.empty(c.target.id)) as scratch:
+            if os.path.exists(c.target.db_file):
+                scratch.store.copy_session_from(c.target.db_file, str(parsed.session_id))
+            return self._store(scratch, c, parsed, events, fields, "dry-run")
 
     def close_session(self, mem: Memory, parsed: ParsedSession) -> None:
         """An imported session gets an end marker at its last event, so it does not count as open forever;
@@ -374,24 +396,21 @@ class Importer:
         end = NewEvent("session_end", sid, content, "import-end", meta, ts=parsed.last_ts)
         mem.store.replace_derived([r[0] for r in old], [end])
 
-    def unimport(self, mem: Memory, parsed: ParsedSession) -> None:
-        """--force: remove what earlier imports of this session stored, so it is re-imported cleanly."""
+    def unimport(self, mem: Memory, parsed: ParsedSession) -> int:
+        """--force: remove what earlier imports of this session stored, so it is re-imported cleanly. Not a
+        forget of the user's (``reason``): the events are meant to come straight back. Returns how many."""
         ids = mem.store.imported_event_ids(parsed.session_id, parsed.source)
-        if ids:
-            mem.forget(ids=ids)
+        return mem.forget(ids=ids, reason="reimport") if ids else 0
 
     def resummarize(self, mem: Memory, parsed: ParsedSession) -> None:
-        """One extractive summary per imported session, from all its events, replaced when the file grew."""
+        """One extractive summary per imported session, from all its events, replaced when the file grew
+        (unless ``features.session_summary`` is off)."""
+        if not self.cfg.features.session_summary:
+            return
         from memlane.capture.summary import refresh
 
         meta = {"cwd": parsed.cwd, "source": "extractive", "imported": parsed.source}
         refresh(mem.store, str(parsed.session_id), "import-summary", meta, ts=parsed.last_ts)
-
-
-def _exists(db: Any, event: NewEvent) -> bool:
-    # SQL here, not a Store method: a dry run reads the file through a plain read-only connection,
-    # because opening a Store would create or migrate it.
-    return db.execute("SELECT 1 FROM events WHERE dedupe_key = ?", (event.key(),)).fetchone() is not None
 
 
 def _start_marker(parsed: ParsedSession) -> NewEvent:
@@ -404,3 +423,20 @@ def _iso_of_ns(ns: int) -> str:
     from memlane.importers.common import norm_ts
 
     return norm_ts(ns / 1e9) or ""
+
+
+SOURCE_NAMES = {"claude": "Claude Code transcripts", "codex": "Codex rollouts"}
+
+
+def restore(proj: project.Project, cfg: config.Config | None = None) -> dict[str, int]:
+    """Import the project's whole Claude Code and Codex history again (after a repair lost events): the
+    dedupe keys match what the hooks stored, so only what the store lacks comes in, and nothing a forget
+    removed. Returns the events each source gave back, by name ("Claude Code transcripts": 5)."""
+    options = Options(sources=tuple(SOURCES))
+    with Importer(proj, options, cfg) as importer:
+        report = importer.run(discover(proj, options))
+    out = dict.fromkeys(SOURCE_NAMES.values(), 0)
+    for f in report.files:
+        if f.status == "imported":
+            out[SOURCE_NAMES[f.source]] += f.new
+    return out

@@ -113,16 +113,19 @@ def build_server(
         annotations=READ_ONLY,
         description="Search this project's memory of earlier sessions by words and meaning. Returns a compact "
         "index: one line per memory with its citation, score, confidence, time and a one-line summary. Start "
-        "here, then use mem-timeline for context around a result and mem-details for full text.",
+        "here, then use mem-timeline for context around a result and mem-details for full text. Tool history: "
+        "tool, file and failed keep tool calls (failed runs, runs of one tool, calls that touched a file); "
+        "with one of them the query may be empty, which lists those calls newest first.",
     )
     def mem_search(
         query: Annotated[
             str,
             Field(
-                description="What to look for: words, an error message, a file or function.",
+                description="What to look for: words, an error message, a file or function (may be empty "
+                "with tool, file or failed).",
                 json_schema_extra={"maxLength": MAX_QUERY_CHARS},
             ),
-        ],
+        ] = "",
         limit: Annotated[int, _range(1, 50, "Maximum results (1-50).")] = 10,
         types: Annotated[
             list[str] | None,
@@ -133,10 +136,16 @@ def build_server(
             str | None, Field(description="From this time: 2026-05-01, 2026-05-01T09:30 or 7d, 12h.")
         ] = None,
         until: Annotated[str | None, Field(description="Before this time (same forms as since).")] = None,
+        tool: Annotated[str | None, Field(description="Only calls of this tool (Bash, Edit, Read, …).")] = None,
+        file: Annotated[
+            str | None, Field(description="Only tool calls that read, wrote or named this file (or part of a path).")
+        ] = None,
+        failed: Annotated[bool, Field(description="Only tool calls that failed.")] = False,
         project: Project = None,
     ) -> CallToolResult:
         return _run(lambda: tools.search(query, limit=limit, types=types, session=session, since=since,
-                                         until=until, project=project))  # fmt: skip
+                                         until=until, project=project, tool=tool, file=file,
+                                         failed=failed))  # fmt: skip
 
     @server.tool(
         name="mem-timeline",

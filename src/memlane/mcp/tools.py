@@ -22,10 +22,10 @@ from memlane import config, paths
 from memlane import project as projects
 from memlane.context import pack
 from memlane.context.pack import event_line, hit_line, kind
-from memlane.errors import InputError
-from memlane.memory import Memory
+from memlane.errors import InputError, NotFoundError
+from memlane.memory import Memory, check_tool_filters
 from memlane.privacy import filter_text, filter_value
-from memlane.retrieval.disclosure import index_row, one_line
+from memlane.retrieval.disclosure import DisclosureCache, index_row, one_line
 from memlane.retrieval.hybrid import Hit
 from memlane.store import keys, peek
 from memlane.store.db import Event
@@ -98,6 +98,9 @@ class MemoryTools:
         self.cfg = cfg
         self.engine = engine
         self.default_project = default_project
+        # Progressive disclosure's per-layer cache (search 1 min, timelines 5 min, details 30 min): the server
+        # lives as long as the client's session, and a model often asks again for what it was just shown.
+        self.cache = DisclosureCache()
 
     # ---- project, privacy ----------------------------------------------------------------------
 
@@ -129,7 +132,13 @@ class MemoryTools:
 
     def open(self, project: str | None) -> Memory:
         proj = self.resolve(project)
-        return Memory.existing(proj, self.cfg)
+        mem = Memory.existing(proj, self.cfg)
+        try:
+            mem.store.verify()  # a lost page is a tool error naming `memlane doctor --repair`, not "no results"
+        except BaseException:
+            mem.close()
+            raise
+        return mem
 
     def clean(self, event: Event) -> Event:
         return pack.clean(event, self.cfg.privacy)
@@ -138,22 +147,52 @@ class MemoryTools:
         clean, _ = filter_value(data, self.cfg.privacy)
         return Reply(pack.filtered_text("\n".join(lines), self.cfg.privacy, max_chars), clean)
 
+    def _find(self, mem: Memory, ref: str) -> Event | None:
+        """The event (cached: a stored event never changes until a forget or redact moves the generation);
+        another project's too when retrieval.cross_project is on."""
+        try:
+            return self.cache.get_or_make("details", (mem.project.id, mem.store.generation(), ref),
+                                          lambda: self.clean(mem.find(ref)))  # fmt: skip
+        except NotFoundError:
+            return None
+
     def _get(self, mem: Memory, ref: str) -> Event:
-        event = mem.store.get(ref)
+        event = self._find(mem, ref)
         if event is None:
             raise ToolInputError(
                 f"unknown memory '{ref}' in project {mem.project.name} ({mem.project.root_str}): "
                 "use a citation from mem-search (like mem:abc123) or an event id"
             )
-        return self.clean(event)
+        return event
+
+    def _around(self, mem: Memory, event: Event, before: int, after: int) -> list[Event]:
+        key = (mem.project.id, mem.store.generation(), event.id, before, after)
+
+        def read() -> list[Event]:
+            return [self.clean(e) for e in mem.neighbours(event, before, after)]
+
+        return list(self.cache.get_or_make("timeline", key, read))
 
     def _search(self, mem: Memory, query: str, limit: int, **filters: Any) -> list[Hit]:
-        hits = mem.search(query, limit=limit, engine=self.engine, semantic=self.engine is not None, **filters)
-        return [Hit(self.clean(h.event), h.score, h.sources, h.confidence) for h in hits]
+        key = (mem.project.id, mem.store.generation(), mem.cross_project(), query, limit, repr(sorted(filters.items())))
+
+        def run() -> list[Hit]:
+            hits = mem.search(query, limit=limit, engine=self.engine, semantic=self.engine is not None, **filters)
+            return [Hit(self.clean(h.event), h.score, h.sources, h.confidence) for h in hits]
+
+        return list(self.cache.get_or_make("index", key, run))
 
     @staticmethod
     def _where(mem: Memory) -> str:
         return pack.where(mem.project)
+
+    @staticmethod
+    def _origin(mem: Memory, event: Event) -> str:
+        """`` [project <name>]`` for another project's event (retrieval.cross_project), else nothing."""
+        if event.project_id == mem.project.id:
+            return ""
+        other = next((o.project for o in mem.others() if o.project.id == event.project_id), None)
+        return f" [project {other.name if other else event.project_id}]"
 
     # ---- layer 1: search -----------------------------------------------------------------------
 
@@ -167,22 +206,51 @@ class MemoryTools:
         since: str | None = None,
         until: str | None = None,
         project: str | None = None,
+        tool: str | None = None,
+        file: str | None = None,
+        failed: bool = False,
     ) -> Reply:
-        # Query, types and since/until are checked by Memory.search, as for every other entry point;
-        # the tool only caps how many results a model is handed.
+        # Query, types, since/until and the tool filters are checked by Memory, as for every other entry
+        # point; the tool only caps how many results a model is handed.
         query = (query or "").strip()
         check_length("query", query)  # MCP's own guard: a model must not paste a document as a query
         check_range("limit", limit)
+        tools = check_tool_filters(tool, file, failed, types)
         filters = {"types": types, "session": (session or "").strip() or None, "since": since, "until": until}
+        if not query and tools:
+            return self._tool_runs(tools, limit, filters, project)
         with self.open(project) as mem:
-            rows = [index_row(h) for h in self._search(mem, query, limit, **filters)]
+            hits = self._search(mem, query, limit, **filters, **tools)
+            rows = [{**index_row(h), **_project_of(mem, h.event)} for h in hits]
+            lines = [hit_line(r) + self._origin(mem, h.event) for r, h in zip(rows, hits, strict=True)]
             where = self._where(mem)
+            others = {h.event.project_id for h in hits} - {mem.project.id}
+        if others:
+            where += f" and {len(others)} other project(s) (retrieval.cross_project is on)"
         data = {"project": where, "query": query, "results": rows}
         if not rows:
             hint = "try other words, fewer filters, or mem-context-pack for recent work"
             return self.reply([f'No memories match "{query}" in {where}; {hint}.'], data)
-        lines = [f'{len(rows)} memor{"y" if len(rows) == 1 else "ies"} for "{query}" in {where}, best first:']
-        lines.extend(hit_line(r) for r in rows)
+        head = [f'{len(rows)} memor{"y" if len(rows) == 1 else "ies"} for "{query}" in {where}, best first:']
+        return self.reply([*head, *lines, NEXT_STEP], data)
+
+    def _tool_runs(self, tools: dict[str, Any], limit: int, filters: dict[str, Any], project: str | None) -> Reply:
+        """mem-search with tool, file or failed and no query: those tool calls, newest first."""
+        what = ", ".join("failed" if k == "failed" else f"{k} {v}" for k, v in tools.items())
+        with self.open(project) as mem:
+            runs = mem.tool_runs(
+                limit=limit, session=filters["session"], since=filters["since"], until=filters["until"], **tools
+            )
+            events = [self.clean(e) for e in runs]
+            where = self._where(mem)
+        rows = [{**_brief(e), "tool": e.metadata.get("tool_name"), "success": e.metadata.get("success"),
+                 "prompt_index": e.metadata.get("prompt_index"), "tool_index": e.metadata.get("tool_index")}
+                for e in events]  # fmt: skip
+        data = {"project": where, "tool_runs": what, "results": rows}
+        if not rows:
+            return self.reply([f"No tool calls ({what}) in {where}."], data)
+        lines = [f"{len(rows)} tool call(s) ({what}) in {where}, newest first:"]
+        lines.extend(event_line(e, 200) for e in events)
         lines.append(NEXT_STEP)
         return self.reply(lines, data)
 
@@ -194,7 +262,7 @@ class MemoryTools:
         check_range("after", after)
         with self.open(project) as mem:
             target = self._get(mem, ref)
-            events = [self.clean(e) for e in mem.store.neighbours(target, before, after)]
+            events = self._around(mem, target, before, after)
         lines = [f"Session {target.session_id}: {len(events)} event(s) around [{target.cite}], oldest first:"]
         lines.extend(event_line(e, 200, "→" if e.id == target.id else " ") for e in events)
         lines.append("Next: mem-details refs=[<citations>] for the full text of any of these.")
@@ -216,11 +284,11 @@ class MemoryTools:
         missing: list[str] = []
         with self.open(project) as mem:
             for ref in wanted:
-                event = mem.store.get(ref)
+                event = self._find(mem, ref)
                 if event is None:
                     missing.append(ref)
                 elif event not in found:
-                    found.append(self.clean(event))
+                    found.append(event)
             name = mem.project.name
         if not found:
             raise ToolInputError(f"unknown memor{'y' if len(missing) == 1 else 'ies'} {', '.join(missing)} "
@@ -254,7 +322,8 @@ class MemoryTools:
             f"first {data['first_activity'] or '-'}, last {data['last_activity'] or '-'}",
             f"by type: {by_type}",
             f"privacy: {p['private_sections']} private section(s) removed, {p['secrets_redacted']} secret(s) "
-            f"redacted, in {p['events_filtered']} event(s)",
+            f"redacted, in {p['events_filtered']} event(s)"
+            + (f"; {p['unclosed_tags']} unclosed private tag(s) left unfiltered" if p.get("unclosed_tags") else ""),
             f"search: {data['search']}; embedding queue: {outbox}",
             f"forgotten: {data['tombstones']} forget operation(s); store size {data['db_bytes']} bytes",
         ]
@@ -274,9 +343,12 @@ class MemoryTools:
         check_range("max_chars", max_chars)
         with self.open(project) as mem:
             event = self._get(mem, ref)
-            around = [self.clean(e) for e in mem.store.neighbours(event, window, window)]
-            session = mem.store.session(event.session_id) or {}
-            where = self._where(mem)
+            around = self._around(mem, event, window, window)
+            home = mem
+            if event.project_id != mem.project.id:  # retrieval.cross_project: the session is in its own store
+                home = next((o for o in mem.others() if o.project.id == event.project_id), mem)
+            session = home.store.session(event.session_id) or {}
+            where = self._where(home)
         summary = filter_text(str(session.get("summary") or ""), self.cfg.privacy).text
         lines = [f"[{event.cite}]: {kind(event.type)} from {event.ts}, session {event.session_id}, {where}."]
         if session:
@@ -342,6 +414,11 @@ class MemoryTools:
         with self.open(project) as mem:
             got = pack.build(mem, task, max_chars=max_chars, sessions=sessions, memories=memories, engine=self.engine)
         return Reply(got.text, got.data)
+
+
+def _project_of(mem: Memory, event: Event) -> dict[str, Any]:
+    """``{"project_id": …}`` on a result from another project (retrieval.cross_project), else nothing."""
+    return {} if event.project_id == mem.project.id else {"project_id": event.project_id}
 
 
 def _brief(event: Event) -> dict[str, Any]:

@@ -247,6 +247,40 @@ def set_body(doc: Document, name: str, items: Iterable[Item]) -> Region:
     return doc.region(name)
 
 
+def body_text(doc: Document, name: str) -> str:
+    """A region's body as it stands in the file: the lines between its markers, line endings as "\n"."""
+    region = doc.region(name)
+    return "".join(parser.strip_eol(line) + "\n" for line in doc.lines[region.start + 1 : region.end])
+
+
+def replace_body_text(doc: Document, name: str, text: str) -> Region:
+    """Replace a region's body with raw ``text`` (``memlane regions edit``: what an editor returned).
+
+    Refused, with the document untouched, when the text holds a region marker (regions do not nest, and a
+    marker there would end this region early or start another) or when the result is not well formed.
+    """
+    doc.require_well_formed()
+    region = doc.region(name)
+    lines = parser.split_lines(text)
+    for number, line in enumerate(lines, 1):
+        if parser.marker(line):
+            raise RegionError(
+                f"line {number} of the new body is a region marker ({parser.strip_eol(line).strip()}): "
+                "regions do not nest; edit the markers with `regions create`/`remove`"
+            )
+    nl = doc.newline
+    before = list(doc.lines)
+    doc.lines[region.start + 1 : region.end] = [parser.strip_eol(line) + nl for line in lines]
+    doc.reparse()
+    try:
+        doc.require_well_formed()
+    except RegionError:
+        doc.lines[:] = before
+        doc.reparse()
+        raise
+    return doc.region(name)
+
+
 def remove_region(doc: Document, name: str) -> Region:
     """Delete a region with its markers; at the end of the file, the blank line before it goes too."""
     doc.require_well_formed()

@@ -4,8 +4,10 @@ Used in-process by the CLI and MCP server, and by the daemon (which is what keep
 Without the vector stack (or while the model loads) it answers from full-text search alone.
 
 ``via_daemon=True`` (the CLI's ``search`` and the MCP server) asks the running daemon first, so there is
-one warm model per user instead of one cold load per command; when the daemon is down it is started,
-detached, for the next call, and this one is answered in-process.
+one warm model per user instead of one cold load per command. When the daemon is down this call is answered
+in-process, and the daemon is started, detached, for the next call only where a setting allows it:
+``daemon.autostart`` for the MCP server (it lives as long as a session), ``daemon.search_starts`` (off by
+default: a search is a read, and reads start nothing) for ``memlane search``.
 """
 
 from __future__ import annotations
@@ -66,10 +68,19 @@ def fitted_config(cfg: config.Config, embedder: Any) -> config.Config:
 
 
 class Engine:
-    def __init__(self, cfg: config.Config | None = None, *, vectors: bool = True, via_daemon: bool = False) -> None:
+    def __init__(
+        self,
+        cfg: config.Config | None = None,
+        *,
+        vectors: bool = True,
+        via_daemon: bool = False,
+        start_daemon: bool | None = None,
+    ) -> None:
         self.cfg = cfg or config.load()
         self.vectors = vectors
         self.via_daemon = via_daemon
+        # Whether a daemon that is down is started for the next call (None: ``daemon.autostart``).
+        self.start_daemon = self.cfg.daemon.autostart if start_daemon is None else start_daemon
         self.daemon_answers = 0  # searches the daemon answered (for status lines and tests)
         self._embedder: Any = None
         self._indexes: dict[str, Any] = {}
@@ -112,8 +123,8 @@ class Engine:
     def warm(self, project_id: str | None) -> None:
         """Get ready for a first search that has not come yet (the MCP server calls this as it starts).
 
-        With the daemon: start it if it is down (and autostart is on), so the session's first search finds one
-        warm model. Without one: load the model and open the index here, in the background, so the first
+        With the daemon: start it if it is down (and ``start_daemon`` allows it), so the session's first search
+        finds one warm model. Without one: load the model and open the index here, in the background, so the first
         search does not wait for them.
         """
         if not self.vectors:
@@ -123,7 +134,7 @@ class Engine:
 
             if state.read_info():
                 return
-            if self.cfg.daemon.autostart:
+            if self.start_daemon:
                 self._start_daemon()
                 return
         index = self.index(project_id) if project_id else None
@@ -176,10 +187,12 @@ class Engine:
         from memlane.daemon import client, state
 
         if not state.read_info() and not self._daemon_coming():
-            if self.cfg.daemon.autostart:
+            if self.start_daemon:
                 self._start_daemon()  # warm for the next command; this one does not wait for it
             return None
-        body = {"project_id": memory.project.id, "query": query, **{k: v for k, v in filters.items() if v}}
+        # Other projects (cross_project) are asked for one by one by Memory.search, each with its own store.
+        body = {"project_id": memory.project.id, "query": query, "cross_project": False,
+                **{k: v for k, v in filters.items() if v}}  # fmt: skip
         if "types" in body:
             body["types"] = list(body["types"])
         # Generous: a daemon that has just started may still be loading the model (well under a second on the

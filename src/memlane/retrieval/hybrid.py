@@ -20,6 +20,7 @@ from typing import Any, NamedTuple
 from memlane.retrieval import cjk, scoring, select, when
 from memlane.store.db import STOPWORDS, Event, Store, parse_query, query_stopwords
 from memlane.store.keys import cjk_count
+from memlane.store.records import tool_matches
 from memlane.store.schema import UNSEARCHED_TYPES
 
 _pool: list[Any] = []
@@ -267,6 +268,9 @@ class Retriever:
         query_vector: Any = None,
         now: datetime | None = None,
         current_first: bool = True,
+        tool: str | None = None,
+        file: str | None = None,
+        failed: bool = False,
     ) -> list[Hit]:
         """The best ``limit`` events for ``query``; ``now`` anchors phrases like "two weeks ago".
 
@@ -278,6 +282,8 @@ class Retriever:
         found = when.find(query, now or datetime.now(UTC))
         span, words = found if found else (None, query)
         filters: dict[str, Any] = {"session": session, "types": types, "since": since, "until": until}
+        if tool or file or failed:  # tool history (store.records.TOOL_FILTERS): only tool calls qualify
+            filters.update(types=["tool_observation"], tool=tool, file=file, failed=failed)
         pending = self._embed_async(query, query_vector) if uses_vectors(query, rcfg, self.embedder) else None
         text_hits = self.store.fts(words, limit=rcfg.candidates, exclude_ids=exclude_ids, **filters)
         inside = None
@@ -337,7 +343,10 @@ class Retriever:
         ranked = _session_support(ranked, rcfg.session_support)
         _recency(ranked, rcfg.recency_half_life_days)
         ranked.sort(key=lambda c: (c.ts, c.event.seq if c.event else 0), reverse=True)  # ties: newest first
-        ranked.sort(key=lambda c: -_order(c, rcfg))
+        order = {c.event_id: _order(c, rcfg) for c in ranked}
+        ranked.sort(key=lambda c: -order[c.event_id])
+        for c in ranked[: max(limit, EXCHANGE_DEPTH)]:
+            c.sources["rank"] = order[c.event_id]  # what the list is sorted by (log-odds), for the CLI to show
         if current_first:  # over the head whose events _exchange_support has read anyway
             head = self._resolve(ranked, max(limit, EXCHANGE_DEPTH), filters)
             hits = select.current_first(head, self.store, limit)[:limit]
@@ -431,6 +440,8 @@ class Retriever:
 
 
 def _passes(event: Event, filters: dict[str, Any]) -> bool:
+    if not tool_matches(event, filters.get("tool"), filters.get("file"), bool(filters.get("failed"))):
+        return False  # vector rows carry no tool metadata: these are checked once the event is read
     if filters.get("session") and event.session_id != filters["session"]:
         return False
     if filters.get("types") and event.type not in filters["types"]:

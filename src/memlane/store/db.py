@@ -65,6 +65,15 @@ class Store(FullTextStore, ForgetStore, OutboxStore, ImportsStore, InjectionsSto
         """An in-memory store with the schema and no events: what a read of a project with no memory sees."""
         return cls(":memory:", project_id)
 
+    def verify(self) -> None:
+        """Raise ``StoreDamaged`` when the cheap structural check (``store.health``) finds damage: every
+        command that opens a store calls this, so a lost page is never read as "no events"."""
+        from memlane.store.health import probe
+
+        problem = probe(self.db)
+        if problem:
+            raise StoreDamaged(damage_message(self.file, problem))
+
     def __enter__(self) -> Store:
         return self
 

@@ -13,7 +13,7 @@ import re
 
 from memlane.store import keys, schema
 from memlane.store.connection import StoreConnection, db_size
-from memlane.store.records import EVENT_COLUMNS, AppendResult, Event, NewEvent, event_from_row
+from memlane.store.records import EVENT_COLUMNS, FILE_FIELDS, AppendResult, Event, NewEvent, event_from_row
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -70,6 +70,8 @@ class EventStore(StoreConnection):
         if db.execute("SELECT 1 FROM events WHERE dedupe_key = ?", (dedupe,)).fetchone():
             return None
         ts = event.ts or keys.now_iso()
+        if event.type == "tool_observation" and "tool_index" not in event.metadata:
+            event.metadata.update(self._tool_position(db, event.session_id))
         event_id = keys.new_event_id()
         citation = next(
             c
@@ -101,6 +103,26 @@ class EventStore(StoreConnection):
             )
         self._touch_session(db, event, ts)
         return event_id
+
+    @staticmethod
+    def _tool_position(db: sqlite3.Connection, session_id: str) -> dict[str, int]:
+        """Where a tool call sits (the PostToolUse schema's promptIndex/toolIndex): ``prompt_index``, the
+        position of the session's latest prompt (1 = its first; 0 = none stored yet), and ``tool_index``, the
+        call's position among the tool calls stored since that prompt (1 = the first). Counted in the
+        append's transaction, in the order calls are stored; two indexed reads over the session's tail."""
+        row = db.execute(
+            "SELECT seq FROM events WHERE session_id = ? AND +type = 'user_prompt' ORDER BY seq DESC LIMIT 1",
+            (session_id,),
+        ).fetchone()
+        since = row[0] if row else 0
+        prompts = None
+        if row:
+            prompts = db.execute("SELECT prompt_count FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        tools = db.execute(
+            "SELECT COUNT(*) FROM events WHERE session_id = ? AND seq > ? AND +type = 'tool_observation'",
+            (session_id, since),
+        ).fetchone()[0]
+        return {"prompt_index": int(prompts[0]) if prompts else 0, "tool_index": int(tools) + 1}
 
     def _touch_session(self, db: sqlite3.Connection, event: NewEvent, ts: str) -> None:
         meta = event.metadata
@@ -135,6 +157,13 @@ class EventStore(StoreConnection):
             db.execute("UPDATE sessions SET summary = ? WHERE id = ?", (event.content, event.session_id))
 
     # ---- reads ---------------------------------------------------------------------------------
+
+    def generation(self) -> tuple[int, int]:
+        """A value that changes whenever an event is stored, forgotten or redacted (the last event's seq and
+        the last tombstone's id; both O(1)): caches of what was read key on it (``retrieval.disclosure``)."""
+        seq = self.db.execute("SELECT MAX(seq) FROM events").fetchone()[0]
+        tomb = self.db.execute("SELECT MAX(id) FROM tombstones").fetchone()[0]
+        return int(seq or 0), int(tomb or 0)
 
     def count(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
@@ -233,8 +262,15 @@ class EventStore(StoreConnection):
         until: str | None = None,
         limit: int = 50,
         oldest_first: bool = False,
+        tool: str | None = None,
+        file: str | None = None,
+        failed: bool = False,
     ) -> list[Event]:
-        where, args = self._filters(session=session, types=types, since=since, until=until)
+        """Events newest first (``oldest_first`` reverses), filtered; ``tool``/``file``/``failed`` list tool
+        calls (``records.TOOL_FILTERS``)."""
+        where, args = self._filters(
+            session=session, types=types, since=since, until=until, tool=tool, file=file, failed=failed
+        )
         order = "ASC" if oldest_first else "DESC"
         # By the event's own time, not insertion: an import adds old sessions (and a session's interim
         # texts) after newer events; seq only breaks ties.
@@ -293,10 +329,25 @@ class EventStore(StoreConnection):
         since: str | None = None,
         until: str | None = None,
         alias: str = "",
+        tool: str | None = None,
+        file: str | None = None,
+        failed: bool = False,
     ) -> tuple[str, list[Any]]:
         clauses: list[str] = []
         args: list[Any] = []
         p = f"{alias}." if alias else ""
+        if tool or file or failed:  # tool history (records.TOOL_FILTERS): tool calls only
+            types = ["tool_observation"]
+        if tool:
+            clauses.append(f"json_extract({p}metadata, '$.tool_name') = ? COLLATE NOCASE")
+            args.append(tool)
+        if failed:
+            clauses.append(f"json_extract({p}metadata, '$.success') = 0")
+        if file:
+            like = "%" + file.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            fields = " OR ".join(f"json_extract({p}metadata, '$.{f}') LIKE ? ESCAPE '\\'" for f in FILE_FIELDS)
+            clauses.append(f"({fields})")
+            args.extend([like] * len(FILE_FIELDS))
         if session:
             clauses.append(f"{p}session_id = ?")
             args.append(session)
@@ -331,7 +382,9 @@ class EventStore(StoreConnection):
         privacy = db.execute(
             "SELECT COUNT(*), COALESCE(SUM(json_extract(metadata, '$.privacy.private_sections')), 0),"
             " COALESCE(SUM(json_extract(metadata, '$.privacy.secrets_redacted')), 0),"
-            " COALESCE(SUM(json_extract(metadata, '$.privacy.chars_filtered')), 0)"
+            " COALESCE(SUM(json_extract(metadata, '$.privacy.chars_filtered')), 0),"
+            " COALESCE(SUM(json_extract(metadata, '$.privacy.unclosed_tags')), 0),"
+            " COALESCE(SUM(json_extract(metadata, '$.privacy.anonymized')), 0)"
             # instr first: most events have no privacy stamp, and a text search is far cheaper than parsing
             # every event's JSON (100k events: ~80 → ~25 ms).
             " FROM events WHERE instr(metadata, '\"privacy\"') > 0 AND json_extract(metadata, '$.privacy') IS NOT NULL"
@@ -350,6 +403,8 @@ class EventStore(StoreConnection):
                 "private_sections": privacy[1],
                 "secrets_redacted": privacy[2],
                 "chars_filtered": privacy[3],
+                "unclosed_tags": privacy[4],  # private tags never closed: the text after each was kept
+                "anonymized": privacy[5],
             },
             "outbox": outbox,
             "tombstones": db.execute("SELECT COUNT(*) FROM tombstones").fetchone()[0],

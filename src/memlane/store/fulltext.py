@@ -196,6 +196,9 @@ class FullTextStore(EventStore):
         since: str | None = None,
         until: str | None = None,
         exclude_ids: Sequence[str] = (),
+        tool: str | None = None,
+        file: str | None = None,
+        failed: bool = False,
     ) -> list[tuple[Event, float]]:
         """BM25 hits for ``query``: (event, relevance in 0..1 relative to the best hit), best first.
 
@@ -203,7 +206,9 @@ class FullTextStore(EventStore):
         CJK chunks go to the trigram index as OR'ed trigrams, which tolerates Korean particles.
         """
         words, trigrams, short_cjk = parse_query(query)
-        where, args = self._filters(session=session, types=types, since=since, until=until, alias="e")
+        where, args = self._filters(
+            session=session, types=types, since=since, until=until, alias="e", tool=tool, file=file, failed=failed
+        )
         if exclude_ids:
             where += (" AND " if where else "WHERE ") + f"e.id NOT IN ({','.join('?' * len(exclude_ids))})"
             args.extend(exclude_ids)

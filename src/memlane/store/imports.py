@@ -59,3 +59,29 @@ class ImportsStore(StoreConnection):
             (session_id,),
         ).fetchone()
         return row is not None
+
+    def session_event_count(self, session_id: str) -> int:
+        row = self.db.execute("SELECT COUNT(*) FROM events WHERE session_id = ?", (session_id,)).fetchone()
+        return int(row[0])
+
+    def copy_session_from(self, db_file: str, session_id: str) -> None:
+        """Copy one session's events and session row, and every tombstone, from the store at ``db_file``
+        (opened read-only, never migrated) into this one: the scratch copy an import's dry run runs in."""
+        self.db.execute("ATTACH DATABASE ? AS src", (f"file:{db_file}?mode=ro",))
+        try:
+            with self.write() as tx:
+                for table, where, args in (
+                    ("events", "session_id = ?", (session_id,)),
+                    ("sessions", "id = ?", (session_id,)),
+                    ("tombstones", "1", ()),
+                ):
+                    mine = [r[1] for r in tx.execute(f"PRAGMA main.table_info({table})")]
+                    theirs = {r[1] for r in tx.execute(f"PRAGMA src.table_info({table})")}
+                    cols = ", ".join(c for c in mine if c in theirs)
+                    if cols:
+                        tx.execute(
+                            f"INSERT OR IGNORE INTO main.{table} ({cols}) SELECT {cols} FROM src.{table} WHERE {where}",
+                            args,
+                        )
+        finally:
+            self.db.execute("DETACH DATABASE src")

@@ -7,14 +7,53 @@ retry, how many attempts); these methods are the transactions it needs, each one
 
 from __future__ import annotations
 
+import os
+import sqlite3
+
 from memlane.store import keys, schema
 from memlane.store.connection import StoreConnection
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
+    from typing import Any
 
 _RESET = "status = 'pending', attempts = 0, next_attempt_at = NULL, error = NULL"
+FAILED_ALERT = 10  # failed jobs from which `doctor` fails instead of warning (vector-outbox-v2 §9.2)
+DONE_KEPT_DAYS = 7  # done jobs older than this are removed by the daemon's cleanup (§9.3)
+
+
+def metrics(db: sqlite3.Connection) -> dict[str, Any]:
+    """Outbox monitoring (vector-outbox-v2 §9.1): jobs per status, the average time from queued to embedded
+    over the done jobs still kept, when the last one was done, and the oldest job still waiting.
+
+    A function of a connection, not a method: ``store.peek`` reads it through a read-only one (status, doctor).
+    """
+    counts = dict(db.execute("SELECT status, COUNT(*) FROM outbox GROUP BY status").fetchall())
+    avg, last = db.execute(
+        "SELECT AVG((julianday(updated_at) - julianday(created_at)) * 86400000.0), MAX(updated_at)"
+        " FROM outbox WHERE status = 'done'"
+    ).fetchone()
+    (oldest,) = db.execute("SELECT MIN(created_at) FROM outbox WHERE status IN ('pending', 'processing')").fetchone()
+    return {
+        "pending": int(counts.get("pending", 0)),
+        "processing": int(counts.get("processing", 0)),
+        "failed": int(counts.get("failed", 0)),
+        "done": int(counts.get("done", 0)),
+        "avg_ms": round(float(avg), 1) if avg is not None else None,
+        "last_done_at": last,
+        "oldest_waiting_since": oldest,
+    }
+
+
+def metrics_of(file: str | os.PathLike[str]) -> dict[str, Any] | None:
+    """``metrics`` of a store file read-only (``store.peek``); ``{"error": …}`` when it cannot be read."""
+    from memlane.store import peek
+
+    try:
+        return peek.outbox_metrics(file)
+    except sqlite3.Error as exc:
+        return {"error": str(exc).splitlines()[0] if str(exc) else type(exc).__name__}
 
 
 class OutboxStore(StoreConnection):
@@ -104,6 +143,15 @@ class OutboxStore(StoreConnection):
     def outbox_queued_ids(self) -> set[str]:
         """Event ids with a pending or processing job."""
         return {r[0] for r in self.db.execute("SELECT event_id FROM outbox WHERE status IN ('pending', 'processing')")}
+
+    def outbox_metrics(self) -> dict[str, Any]:
+        return metrics(self.db)
+
+    def outbox_cleanup_done(self, older_than: str) -> int:
+        """Remove done jobs last touched before ``older_than`` (an ISO time); how many. A done job owes
+        nothing: the vectors are in the index, and ``vectors reconcile`` compares events with vectors."""
+        with self.write() as db:
+            return db.execute("DELETE FROM outbox WHERE status = 'done' AND updated_at < ?", (older_than,)).rowcount
 
     def outbox_status_counts(self) -> dict[str, int]:
         return dict(self.db.execute("SELECT status, COUNT(*) FROM outbox GROUP BY status").fetchall())

@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from contextlib import closing
+from typing import Any
 
 
 def _read_only(file: str | os.PathLike[str], timeout: float) -> sqlite3.Connection:
@@ -33,3 +34,22 @@ def recent_prompts(file: str | os.PathLike[str], limit: int = 200, timeout: floa
             "SELECT content FROM events WHERE type = 'user_prompt' ORDER BY ts DESC, seq DESC LIMIT ?", (limit,)
         )
         return [str(r[0]) for r in rows]
+
+
+def damage(file: str | os.PathLike[str], timeout: float = 5.0) -> str | None:
+    """Why the store is damaged (the cheap check every command runs, ``store.health``), or None."""
+    from memlane.store.health import probe
+
+    try:
+        with closing(_read_only(file, timeout)) as conn:
+            return probe(conn)
+    except sqlite3.DatabaseError as exc:
+        return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+
+
+def outbox_metrics(file: str | os.PathLike[str], timeout: float = 5.0) -> dict[str, Any]:
+    """``store.outbox.metrics`` through a read-only connection."""
+    from memlane.store.outbox import metrics
+
+    with closing(_read_only(file, timeout)) as conn:
+        return metrics(conn)

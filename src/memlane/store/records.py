@@ -28,6 +28,29 @@ EVENT_TYPES = (
 
 EVENT_COLUMNS = "seq, id, citation, type, session_id, project_id, ts, content, canonical_key, metadata"
 
+# Tool-history filters (post-tool-use-hook §8.1): on top of session/types/since/until, a search or listing
+# may ask for tool calls by ``tool`` name, by ``file`` (a path or part of one: the file a call read or
+# wrote, the files of a patch, a Grep/Glob path, or a Bash command that names it) and ``failed`` runs.
+# ``store.events`` turns them into SQL; ``tool_matches`` is the same test for an event already read.
+TOOL_FILTERS = ("tool", "file", "failed")
+FILE_FIELDS = ("file_path", "path", "command", "files")
+
+
+def tool_matches(event: Event, tool: str | None = None, file: str | None = None, failed: bool = False) -> bool:
+    if not (tool or file or failed):
+        return True
+    meta = event.metadata
+    if event.type != "tool_observation":
+        return False
+    if tool and str(meta.get("tool_name") or "").lower() != tool.lower():
+        return False
+    if failed and meta.get("success") is not False:
+        return False
+    if file:
+        needle = file.lower()
+        return any(needle in json.dumps(meta.get(f), ensure_ascii=False).lower() for f in FILE_FIELDS if meta.get(f))
+    return True
+
 
 class NewEvent:
     """An event about to be stored (already privacy-filtered)."""

@@ -243,6 +243,7 @@ def status(memory: Memory, embedder: Any = None) -> dict[str, Any]:
     outbox = memory.store.outbox_status_counts()
     errors = memory.store.outbox_failed_errors(5)
     out: dict[str, Any] = {"project_id": memory.project.id, "outbox": outbox, "failed_errors": errors}
+    out["queue"] = memory.store.outbox_metrics()  # average time, last done, oldest waiting
     state_path = paths.vectors_dir(memory.project.id) / "model.json"
     try:
         out["model"] = json.loads(state_path.read_text())

@@ -300,7 +300,7 @@ def run_search(
     started = time.perf_counter()
     hits = mem.search(q, limit=limit, types=types, session=session, since=since, until=until, engine=site.daemon.engine)
     hits = [h for h in hits if h.score >= min_score]
-    rows = disclose(mem.store, hits, layer, budget_tokens=10**9)
+    rows = disclose(hits, layer, 10**9, mem.neighbours, mem.config.retrieval).rows
     elapsed = (time.perf_counter() - started) * 1000
     total = mem.count_matches(q)
     meta = {

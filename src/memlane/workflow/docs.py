@@ -672,7 +672,21 @@ def detect_kind(path: str, text: str) -> str:
     return "domain-definition" if domains and domains >= ids else "feature-list"
 
 
+DOC_SUFFIXES = (".md", ".markdown", ".mdx", ".txt")
+
+
+def check_document(path: str) -> None:
+    """A feature list or domain definition is a markdown document: anything else (``app.py``) is refused
+    by name, rather than parsed line by line into nonsense features."""
+    if not path.casefold().endswith(DOC_SUFFIXES):
+        raise DocError(
+            f"{path} is not a markdown document: import-doc reads feature lists and domain definitions "
+            f"({', '.join(DOC_SUFFIXES)}), e.g. docs/feature-list.md"
+        )
+
+
 def read(path: str, kind: str | None = None) -> Parsed:
+    check_document(path)
     try:
         with open(path, encoding="utf-8-sig") as fh:
             text = fh.read()

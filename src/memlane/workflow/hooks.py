@@ -53,6 +53,8 @@ def on_user_prompt(payload: dict[str, Any], proj: Project, cfg: WorkflowConfig) 
         return
     from memlane.workflow import sessions
 
+    if prompt.lstrip().startswith(("/workflow-memory", "/memlane:")):
+        return  # a command to memlane (the hook answers /workflow-memory itself), not part of the work
     name = workflow_name(prompt)
     memory_id = _memory(proj)
     if name:

@@ -179,8 +179,9 @@ def complete(
             names = ", ".join(known) or "none yet"
             raise WorkflowError(f"unknown workflow '{workflow}' (workflows in this memory: {names})")
         summarize = bool(cfg and cfg.summarization)
+        longest = cfg.summary_max_length if cfg is not None else 500
         for info in closing.values():
-            sessions.close(memory_id, str(info.get("file")), reason, summarize)
+            sessions.close(memory_id, str(info.get("file")), reason, summarize, longest)
         for sid in closing:
             del meta["activeSessions"][sid]
         meta["totalSessions"] = int(meta.get("totalSessions") or 0) + len(closing)

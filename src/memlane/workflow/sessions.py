@@ -68,14 +68,16 @@ def add_response(memory_id: str, name: str, response: str, tools: list[str], lim
     store.append(file_path(memory_id, name), f"{ENTRY}Claude — {_clock()}\n\n{body}{used}\n\n")
 
 
-def close(memory_id: str, name: str, reason: str, summarize: bool) -> None:
+def close(memory_id: str, name: str, reason: str, summarize: bool, max_chars: int = 500) -> None:
+    """End a record; with ``summarize`` (``workflow.summarization``) add a summary of at most ``max_chars``
+    (``workflow.summary_max_length``: the seed's summarization.enabled / maxLength)."""
     path = file_path(memory_id, name)
     if not os.path.exists(path):
         return
     tail = f"---\n\n{ENTRY}Completed — {_clock()} ({reason})\n\n"
-    if summarize:
+    if summarize and max_chars > 0:
         with open(path, encoding="utf-8") as fh:
-            summary = summary_of(fh.read())
+            summary = summary_of(fh.read(), max_chars)
         if summary:
             tail += f"## Summary\n\n{summary}\n\n"
     store.append(path, tail)
