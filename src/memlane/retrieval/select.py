@@ -140,7 +140,7 @@ def group(full: list[Hit], store: Any, most: int) -> list[Item]:
         key = prompts[h.event.id].id if h.event.id in prompts else h.event.id
         members.setdefault(key, []).append(h)
     items = []
-    for key, hs in list(members.items())[:most]:
+    for hs in list(members.values())[:most]:
         hs.sort(key=lambda h: (h.event.type not in ANSWERS, -h.score))
         in_item = {h.event.id for h in hs}
         asked = next((prompts[h.event.id] for h in hs if h.event.id in prompts), None)
