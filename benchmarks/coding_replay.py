@@ -91,6 +91,8 @@ def cache_key(fixtures: Path, text_only: bool) -> str:
     for sub in ("importers", "capture", "embed", "vectors", "store"):
         for path in sorted((src / sub).rglob("*.py")):
             h.update(path.name.encode() + path.read_bytes())
+    for path in sorted((src / "embed").rglob("*.bin")):  # a model file shipped inside memlane: its bytes too
+        h.update(path.name.encode() + path.read_bytes())
     return h.hexdigest()[:12]
 
 
