@@ -69,7 +69,8 @@ def ask(store: Any, retriever: Any, index: Any, cfg: Any, query: str, now: datet
     return {
         "search": [h.event.id for h in ranked],
         "full": [h.event.id for h in chosen.full],
-        "items": [[h.event.id for h in item.hits] for item in chosen.items],
+        # an item shows its memories and, as context, the prompt that asked (when it is not one of them)
+        "items": [[h.event.id for h in item.hits] + ([item.asked.id] if item.asked else []) for item in chosen.items],
         "index": [h.event.id for h in chosen.index],
         "index_tokens": sum(tokens(index_line(h.event, cfg.injection.gist_chars)) for h in chosen.index),
         "candidates": [
@@ -86,11 +87,11 @@ def ask(store: Any, retriever: Any, index: Any, cfg: Any, query: str, now: datet
 
 
 def outcome(answer: dict[str, Any], good: set[str], stale: set[str]) -> dict[str, Any]:
-    shown = answer["full"] + answer["index"]
+    shown = [i for item in answer["items"] for i in item] + answer["index"]
     return {
         "search5": bool(good & set(answer["search"][:5])),
         "reachable": bool(good & set(shown)),
-        "full_hit": bool(good & set(answer["full"])),
+        "full_hit": bool(good & {i for item in answer["items"] for i in item}),
         "full_n": len(answer["items"]),
         "full_good": sum(1 for item in answer["items"] if good & set(item)),
         "index_n": len(answer["index"]),

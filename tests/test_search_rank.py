@@ -51,4 +51,4 @@ def test_the_match_column_is_the_tier_injection_would_give(proj: Path) -> None:
     cfg = config.RetrievalConfig()
     assert {r["confidence"] for r in rows} <= {"high", "suggested", "none"}
     for r in rows:
-        assert r["confidence"] == scoring.tier(r["score"], r["sources"]["lift"], cfg)
+        assert r["confidence"] == scoring.tier(r["score"], r["lift"], cfg)

@@ -402,7 +402,7 @@ def test_hybrid_finds_paraphrases_and_exact_identifiers(mem: Memory, embedder: A
     assert not engine.relevant(mem, "How do I bake sourdough bread at home?")  # neither tier
     assert (
         "webhook"
-        in engine.relevant(mem, "stripe webhook calls fail sometimes, do we retry them?").full[0].event.content
+        in engine.relevant(mem, "stripe webhook calls fail sometimes, do we retry them?").hits[0].event.content
     )
 
 
@@ -414,11 +414,11 @@ def test_tiers_read_the_score_against_the_querys_background() -> None:
     # ... or, with too few candidates for one, the level of no evidence at all (the model's bias).
     assert scoring.background([0.9, 0.1], 0.01) == 0.01
     assert scoring.no_evidence(cfg, vectors=True) == pytest.approx(scoring.sigmoid(cfg.hybrid_weights[0]))
-    low, high = scoring.lift(0.06, 0.05), scoring.lift(0.6, 0.05)
+    low, high = scoring.lift(0.06, 0.05), scoring.lift(0.8, 0.05)
     assert scoring.tier(0.06, low, cfg) == "none"
-    assert scoring.tier(0.6, high, cfg) == "high"
+    assert scoring.tier(0.8, high, cfg) == "high"
     # The same P is only suggested where the store's on-topic level is higher (a conversation about one life).
-    assert scoring.tier(0.6, scoring.lift(0.6, 0.2), cfg) == "suggested"
+    assert scoring.tier(0.8, scoring.lift(0.8, 0.2), cfg) == "suggested"
     # High needs a P worth stating in full, whatever the lift.
     assert scoring.tier(0.15, scoring.lift(0.15, 0.001), cfg) == "suggested"
 
@@ -506,7 +506,7 @@ def test_the_full_text_fallback_gives_the_same_answer_for_an_exact_error(one_top
     prompt = "KeyError: 'NanumGothic' in render_label again"
     hybrid = Engine(one_topic.config).relevant(one_topic, prompt)
     fallback = prompt_hits(one_topic.store, prompt, one_topic.config)
-    assert hybrid.full[0].event.id == fallback.full[0].event.id
+    assert hybrid.hits[0].event.id == fallback.hits[0].event.id
     assert not prompt_hits(
         one_topic.store, "Add a QR code with the tracking number to every label", one_topic.config
     ).items

@@ -233,7 +233,7 @@ class RetrievalConfig(Section):
         "English model, which maps such text to near-identical vectors; multilingual-e5-small uses them anyway.",
     )
     high_lift: float = _f(
-        3.0,
+        4.0,
         "A memory is injected in full ('high') when its score stands this far (log-odds) above the query's "
         "background: the level of its candidates ranked 11th-30th (docs/retrieval.md, 'Two tiers').",
     )
