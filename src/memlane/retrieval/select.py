@@ -114,14 +114,21 @@ def choose(hits: list[Hit], index: Any, cfg: Config, store: Any = None) -> Injec
     # supersession check that an older memory is on its subject; dropped earlier, it let superseded
     # answers through.
     first = full
-    full = drop_repeated(supersede(full, index, cfg.retrieval.supersede_similarity))
+    current = supersede(full, index, cfg.retrieval.supersede_similarity)
+    older = {h.event.id for h in first} - {h.event.id for h in current}
+    full = drop_repeated(current)
     items = group(full, store, cfg.injection.max_results)
     full = [h for item in items for h in item.hits]
     # A memory the full tier dropped as older on the same subject, or as a repeat, is not offered as a line.
     lines = index_tier([h for h in kept if h not in first], full, cfg)
+    # The similarity rule holds for the lines too: an older memory on the subject of a shown newer one is not
+    # offered (conversation dev: stale answers shown alone 8 → 4, evidence reachable 0.39 → 0.36; replay as before).
+    survivors = {h.event.id for h in supersede(full + lines, index, cfg.retrieval.supersede_similarity)}
+    older |= {h.event.id for h in lines if h.event.id not in survivors}
+    lines = [h for h in lines if h.event.id in survivors]
     shown = {h.event.id for h in full + lines}
     kept_ids = {h.event.id for h in kept}
-    left_out = [(h, _why(h, kept_ids, cfg)) for h in considered if h.event.id not in shown]
+    left_out = [(h, _why(h, kept_ids, older)) for h in considered if h.event.id not in shown]
     return Injection(items, lines, left_out)
 
 
@@ -148,9 +155,11 @@ def group(full: list[Hit], store: Any, most: int) -> list[Item]:
     return items
 
 
-def _why(hit: Hit, kept: set[str], cfg: Config) -> str:
+def _why(hit: Hit, kept: set[str], older: set[str]) -> str:
     if hit.event.id not in kept:
         return "replaced by a later edit"
+    if hit.event.id in older:
+        return "older than a memory shown on the same subject"
     if hit.confidence == "none":
         return "below the index tier"
     if hit.confidence == "superseded":
