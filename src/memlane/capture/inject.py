@@ -147,10 +147,10 @@ def item_lines(item: Item, room: int, cfg: Config, origin: Callable[[Event], str
     context += [h.event for h in rest]
     tails = [f"  · [{e.cite}] {e.type.replace('_', ' ')}: {one_line(e.content, 160)}" for e in context]
     event = lead.event
+    best = max(item.hits, key=lambda h: h.score)  # the item's tier and score: its answer may have come along
     day = event.ts[:16].replace("T", " ")
-    head = (
-        f"- [{event.cite}] ({lead.confidence}, {lead.score:.2f}) {day}{origin(event)} {event.type.replace('_', ' ')}: "
-    )
+    kind = event.type.replace("_", " ")
+    head = f"- [{event.cite}] ({best.confidence}, {best.score:.2f}) {day}{origin(event)} {kind}: "
     share = min(cfg.injection.full_chars, room - sum(len(t) + 1 for t in tails) - 1) - len(head)
     while share < 80 and tails:  # the lead first: context lines go before it is cut to a stub
         share += len(tails.pop()) + 1
