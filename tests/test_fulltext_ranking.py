@@ -12,10 +12,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from conftest import on_both_backends
 from memlane import config
 from memlane.retrieval import scoring
 from memlane.retrieval.hybrid import Retriever
 from memlane.store import NewEvent, Store
+
+backend = on_both_backends(__name__)  # every test here runs on SQLite and on PostgreSQL
 
 TS = "2026-11-20T10:00:00.000Z"
 FILLER = [

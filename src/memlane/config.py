@@ -336,6 +336,23 @@ class ContextConfig(Section):
     )
 
 
+class DatabaseConfig(Section):
+    url: str = _f(
+        "",
+        "PostgreSQL server for team memory (postgresql://host/db?sslmode=verify-full); env MEMLANE_DATABASE_URL."
+        " No password here: use PGPASSWORD, ~/.pgpass (0600) or a service file.",
+    )
+
+
+class TeamConfig(Section):
+    sync_interval_s: float = _f(5.0, "How often the daemon pushes and pulls shared projects (seconds).")
+    batch: int = _f(500, "Events per push or pull round trip.")
+    key_file: str = _f(
+        "",
+        "Team key for encrypted projects (memlane team key new); kept outside the database. Env MEMLANE_TEAM_KEY_FILE.",
+    )
+
+
 class Config:
     """All settings; ``cfg.<section>.<key>``."""
 
@@ -354,6 +371,8 @@ class Config:
     regions: RegionsConfig
     workflow: WorkflowConfig
     context: ContextConfig
+    database: DatabaseConfig
+    team: TeamConfig
 
     def __init__(self) -> None:
         for name, cls in SECTIONS.items():
@@ -382,6 +401,8 @@ SECTIONS: dict[str, type[Section]] = {
     "regions": RegionsConfig,
     "workflow": WorkflowConfig,
     "context": ContextConfig,
+    "database": DatabaseConfig,
+    "team": TeamConfig,
 }
 
 
@@ -469,7 +490,25 @@ def _apply(cfg: Config, data: dict[str, Any], source: str) -> None:
             checked = _check_value(f"{source}: {section}.{key}", value, hints[key])
             if section == "privacy" and key == "extra_patterns":
                 _check_patterns(f"{source}: {section}.{key}", checked)
+            if section == "database" and key == "url" and source != "environment":
+                _check_database_url(f"{source}: {section}.{key}", checked)
             setattr(target, key, checked)
+
+
+def _check_database_url(key: str, url: str) -> None:
+    """config.toml is no place for credentials: a password in the URL is refused (the environment may carry one)."""
+    from urllib.parse import parse_qs, urlsplit
+
+    if not url:
+        return
+    if not url.startswith(("postgresql://", "postgres://")):
+        raise ConfigError(f"{key}: must be a postgresql:// URL, got {url!r}")
+    parts = urlsplit(url)
+    if parts.password or "password" in parse_qs(parts.query):
+        raise ConfigError(
+            f"{key}: holds a password; keep it out of config.toml (PGPASSWORD, ~/.pgpass with mode 0600,"
+            " or a service file)"
+        )
 
 
 def _check_patterns(key: str, patterns: list[str]) -> None:

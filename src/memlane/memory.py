@@ -73,6 +73,26 @@ class Memory:
         cfg = cfg or config.load()
         return cls(proj, cfg, Store(proj.db_path, proj.id, cfg.store.busy_timeout_ms))
 
+    @classmethod
+    def on_server(
+        cls,
+        cwd: str | os.PathLike[str] | None = None,
+        *,
+        project_id: str | None = None,
+        cfg: config.Config | None = None,
+    ) -> Memory:
+        """The project's memory as the team server holds it (PostgreSQL + pgvector, ``database.url``): the same
+        reads and searches, answered there. The project must be shared (``memlane team share``)."""
+        cfg = cfg or config.load()
+        with cls.open(cwd, project_id=project_id, cfg=cfg, create=False) as local:
+            state = local.store.sync_state()
+        from memlane.store.postgres.connection import database_url
+        from memlane.store.postgres.store import PgStore
+
+        if not state.get("remote") or not database_url(cfg):
+            raise InputError("this project is not shared on a team server (memlane team share)")
+        return cls(local.project, cfg, PgStore(database_url(cfg), state["remote"], create=False))  # type: ignore[arg-type]
+
     def close(self) -> None:
         for other in self._others.values():
             other.close()

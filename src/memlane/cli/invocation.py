@@ -33,11 +33,14 @@ def no_memory_line(exc: NoMemoryYet) -> str:
 
 
 class Ctx:
-    def __init__(self, cwd: str | None, project_id: str | None) -> None:
+    def __init__(self, cwd: str | None, project_id: str | None, server: bool = False) -> None:
         self.cwd = cwd
         self.project_id = project_id
+        self.server = server  # --server: read the team server's copy (memlane team share)
 
     def memory(self, create: bool = True) -> Memory:
+        if self.server:
+            return Memory.on_server(self.cwd, project_id=self.project_id)
         return Memory.open(self.cwd, project_id=self.project_id, create=create, verify=True)
 
     @contextmanager

@@ -29,6 +29,7 @@ from memlane.cli import (
     privacy_cmd,
     regions,
     render,
+    team_cmd,
     vectors,
     workflow,
 )
@@ -92,12 +93,13 @@ Colour: off when NO_COLOR is set or output is not a terminal; piped tables are t
 @click.version_option(__version__, "--version", "-V", prog_name="memlane", help="Show the version and exit.")
 @click.option("-C", "--cwd", metavar="PATH", help=CWD_HELP)
 @click.option("--project-id", help=PROJECT_ID_HELP)
+@click.option("--server", is_flag=True, help="Read the team server's copy of a shared project (database.url).")
 @click.pass_context
-def cli(ctx: click.Context, cwd: str | None, project_id: str | None) -> None:
+def cli(ctx: click.Context, cwd: str | None, project_id: str | None, server: bool) -> None:
     """memlane — local-first memory for AI coding agents."""
     checked = check_cwd(cwd) if cwd is not None else None
     _read_storage_path()
-    ctx.obj = Ctx(checked, project_id)
+    ctx.obj = Ctx(checked, project_id, server)
     if ctx.invoked_subcommand is None:  # a bare `memlane` is a request for help, not a usage error
         click.echo(ctx.get_help())
 
@@ -549,6 +551,8 @@ for _command in (
     plugin_cmd.plugin_group,
     context_cmd.context_group,
     privacy_cmd.privacy_group,
+    team_cmd.team_group,
+    team_cmd.migrate,
 ):
     cli.add_command(_command)
 project_options(cli)  # -C / --project-id after the subcommand too (`memlane history --project-id X`)

@@ -161,6 +161,7 @@ class Daemon:
         self.worker_state: dict[str, Any] = {"processed": 0, "last_error": None, "busy": False}
         self.warming = False  # loading the model for the worker: work under way, like a busy worker
         self.embed_worker: Worker | None = None
+        self.sync_job: Any = None  # memlane.sync.engine.SyncJob when database.url is set
         # Hooks run here (daemon.warm): those Claude Code waits for while it waits, the capture-only ones queued.
         self.hooks_run = dict.fromkeys(warm.EVENTS + warm.CAPTURE_EVENTS, 0)
         # How long the hooks Claude Code waits for took here (ms, the last ``HOOK_TIMES_KEPT`` of each): health.
@@ -199,6 +200,7 @@ class Daemon:
                 "model": getattr(self.engine._embedder, "version", None),
                 "model_error": self.engine.model_error,
                 "worker": self.worker_state,
+                "sync": self.sync_job.state if self.sync_job is not None else None,
                 "prepared": self.engine.prepared,
                 "hooks": self.hooks_run,
                 "hooks_queued": self.inbox.pending,
@@ -598,6 +600,11 @@ def serve(cfg: config.Config | None = None, port: int | None = None, worker: boo
         threads.append(threading.Thread(target=daemon.worker, name="embed-worker", daemon=True))
         upkeep = Upkeep(cfg, daemon.stop, daemon.gate, state=daemon.upkeep_state)  # pruning, cleanup, backups
         threads.append(threading.Thread(target=upkeep.run, name="upkeep", daemon=True))
+    if cfg.database.url:  # team mode (docs/team.md): the sync job, on a thread of its own beside the worker
+        from memlane.sync.engine import SyncJob
+
+        daemon.sync_job = SyncJob(cfg, daemon.stop)
+        threads.append(threading.Thread(target=daemon.sync_job.run, name="team-sync", daemon=True))
     for t in threads:
         t.start()
     try:

@@ -168,8 +168,19 @@ class Engine:
         except OSError as exc:
             log("retrieval", "warning", f"could not start the daemon: {exc!r}")
 
+    def index_for(self, memory: Memory) -> Any:
+        """The project's vectors where its store is: LanceDB beside SQLite, pgvector beside PostgreSQL."""
+        if getattr(memory.store, "backend", "sqlite") != "postgres":
+            return self.index(memory.project.id)
+        embedder = self.embedder
+        if embedder is None:
+            return None
+        from memlane.store.postgres.vectors import PgVectorIndex
+
+        return PgVectorIndex(memory.store, embedder.version, embedder.dim, self.cfg.vectors)
+
     def retriever(self, memory: Memory) -> Retriever:
-        index = self.index(memory.project.id) if self.vectors else None
+        index = self.index_for(memory) if self.vectors else None
         embedder = self.embedder if index is not None else None
         return Retriever(memory.store, fitted_config(memory.config, embedder), embedder, index)
 
@@ -272,7 +283,7 @@ class Engine:
         prepared = self._take_prepared(prompt)
         if len(prompt.strip()) < cfg.injection.min_prompt_chars:
             return Injection()
-        if self.embedder is None or self.index(memory.project.id) is None:
+        if self.embedder is None or self.index_for(memory) is None:
             # Without vectors: the text-only model and the same tiers, as the hooks' fallback uses.
             from memlane.capture.inject import prompt_hits
 
@@ -293,7 +304,7 @@ class Engine:
         if cfg.retrieval.cross_project:
             hits.extend(self._other_projects(memory, prompt, cfg.injection.max_results))
             hits.sort(key=lambda h: -h.score)
-        return choose(hits, self.index(memory.project.id), cfg, memory.store)
+        return choose(hits, self.index_for(memory), cfg, memory.store)
 
     def _other_projects(self, memory: Memory, prompt: str, limit: int) -> list[Hit]:
         """Only when the user enabled ``retrieval.cross_project``: memories of their other projects."""

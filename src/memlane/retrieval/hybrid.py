@@ -18,7 +18,8 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from memlane.retrieval import cjk, scoring, select, when
-from memlane.store.db import STOPWORDS, Event, Store, parse_query, query_stopwords
+from memlane.store.backend import MemoryStore
+from memlane.store.db import STOPWORDS, Event, parse_query, query_stopwords
 from memlane.store.keys import cjk_count
 from memlane.store.records import tool_matches
 from memlane.store.schema import UNSEARCHED_TYPES
@@ -114,7 +115,7 @@ def query_terms(query: str) -> tuple[list[list[str]], list[str]]:
     return [list(t) for t in terms], cjk.bigrams(query)
 
 
-def doc_freqs(store: Store, tokens: set[str]) -> tuple[int, dict[str, int]]:
+def doc_freqs(store: MemoryStore, tokens: set[str]) -> tuple[int, dict[str, int]]:
     """(about how many events there are, how many contain each token): the inputs of IDF."""
     return max(store.size_estimate(), 1), store.doc_freqs(tokens) if tokens else {}
 
@@ -249,7 +250,7 @@ def _session_support(ranked: list[_Candidate], weight: float) -> list[_Candidate
 class Retriever:
     """Search one project. ``embedder`` and ``index`` are optional (text-only without them)."""
 
-    def __init__(self, store: Store, cfg: Any, embedder: Any = None, index: Any = None) -> None:
+    def __init__(self, store: MemoryStore, cfg: Any, embedder: Any = None, index: Any = None) -> None:
         self.store = store
         self.cfg = cfg
         self.embedder = embedder

@@ -9,6 +9,7 @@
 - ``outbox.py``      the embedding jobs the vectors worker claims and completes
 - ``imports.py``     the import ledger and the events an import made
 - ``injections.py``  what each prompt was told (the injection log)
+- ``sync_state.py``  team sync's local state, outgoing events, teammates' events pulled in (``memlane.sync``)
 - ``browse.py``      pages by cursor, counts, rows after a seq, per-day and health figures (the dashboard)
 - ``records.py``     ``NewEvent``, ``Event``, ``AppendResult`` (no SQL)
 
@@ -24,7 +25,6 @@ from __future__ import annotations
 
 from memlane.store.browse import BrowseStore
 from memlane.store.connection import REPAIR_SUFFIX, StoreDamaged, damage_message, is_damage
-from memlane.store.forget import ForgetStore
 from memlane.store.fulltext import (
     _MAX_QUERY_CHUNKS,
     POSTINGS_BUDGET,
@@ -37,6 +37,7 @@ from memlane.store.imports import ImportsStore
 from memlane.store.injections import InjectionsStore
 from memlane.store.outbox import OutboxStore
 from memlane.store.records import EVENT_TYPES, AppendResult, Event, NewEvent
+from memlane.store.sync_state import SyncStore
 
 # Constants are re-exported for reading; a test that changes one patches the module that reads it (fulltext).
 __all__ = [
@@ -57,7 +58,7 @@ __all__ = [
 ]
 
 
-class Store(FullTextStore, ForgetStore, OutboxStore, ImportsStore, InjectionsStore, BrowseStore):
+class Store(FullTextStore, SyncStore, OutboxStore, ImportsStore, InjectionsStore, BrowseStore):
     """One project's memory database."""
 
     @classmethod

@@ -49,8 +49,11 @@ class ForgetStore(EventStore):
             return [tuple(r) for r in self.db.execute(f"SELECT id, type FROM events {where}", args)]
         return []
 
-    def forget(self, targets: Sequence[tuple[str, str]], scope: str, selector: str) -> int:
-        """Purge events (FTS rows via triggers, outbox via cascade), tombstone, then scrub free pages."""
+    def forget(self, targets: Sequence[tuple[str, str]], scope: str, selector: str, *, propagate: bool = True) -> int:
+        """Purge events (FTS rows via triggers, outbox via cascade), tombstone, then scrub free pages.
+
+        In a project shared with a team the ids are also kept in ``sync_forgotten`` (same transaction), for the
+        sync to push as a tombstone; ``propagate=False`` is the sync applying a teammate's forget."""
         if not targets:
             return 0
         ids = [t[0] for t in targets]
@@ -63,6 +66,8 @@ class ForgetStore(EventStore):
             if scope == "event":  # which turns they were (no content), so no re-import brings them back
                 detail["turns"] = self._turns(db, ids[:1000])
             self._delete_ids(db, ids)
+            if propagate and db.execute("SELECT 1 FROM sync_state WHERE key = 'remote'").fetchone():
+                db.executemany("INSERT OR IGNORE INTO sync_forgotten (event_id) VALUES (?)", [(i,) for i in ids])
             db.execute("DELETE FROM term_counts")  # words of the purged events may be among them; recounted later
             db.execute(
                 "INSERT INTO tombstones (ts, scope, selector, event_count, detail) VALUES (?,?,?,?,?)",

@@ -58,10 +58,18 @@ def _indexes(db: sqlite3.Connection) -> list[tuple[str, str, str]]:
 def probe(db: sqlite3.Connection) -> str | None:
     """Why the store is damaged, or None when nothing cheap to see is wrong. Raises nothing for damage:
     SQLite's own errors on a bad page are returned as the reason."""
+    # One snapshot for all the reads: between two autocommit reads another process (a hook, the daemon's
+    # sync) may commit an event, and its rows would be in one read and not the other: a lost page that is not.
+    began = not db.in_transaction
     try:
+        if began:
+            db.execute("BEGIN")
         return _probe(db)
     except sqlite3.DatabaseError as exc:
         return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    finally:
+        if began and db.in_transaction:
+            db.execute("ROLLBACK")
 
 
 def _probe(db: sqlite3.Connection) -> str | None:

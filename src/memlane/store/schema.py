@@ -290,6 +290,24 @@ def _m20_injections(db: sqlite3.Connection) -> None:
     )
 
 
+def _m70_team_sync(db: sqlite3.Connection) -> None:
+    """Team sync's local state (issue 37): where a shared project goes and how far push and pull got, which
+    events came from teammates (never pushed back), and the ids ``forget`` removed while the project is shared
+    (pushed as a tombstone). Ids only, never content."""
+    _script(
+        db,
+        """
+        CREATE TABLE sync_state (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE sync_pulled (event_id TEXT PRIMARY KEY, origin TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE sync_forgotten (
+            seq      INTEGER PRIMARY KEY AUTOINCREMENT,
+            event_id TEXT NOT NULL UNIQUE,
+            pulled   INTEGER NOT NULL DEFAULT 0
+        );
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", _m1_initial),
     (2, "citations", _m2_citations),
@@ -302,6 +320,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (9, "bookkeeping_out_of_search", _m9_bookkeeping_out_of_search),
     # Numbers 10-19 and 30-89 are taken by work on other branches; 20-29 by injection.
     (20, "injections", _m20_injections),
+    (70, "team_sync", _m70_team_sync),
 ]
 
 LATEST = MIGRATIONS[-1][0]

@@ -278,6 +278,20 @@ class VectorIndex:
         out.update({row["event_id"]: np.asarray(row["vector"], dtype=np.float32) for row in rows})
         return out
 
+    def vectors_of(self, event_ids: list[str]) -> list[dict[str, Any]]:
+        """Every chunk's row (event id, chunk, type, session, time, vector) of these events (team sync sends them)."""
+        table = self.table()
+        if table is None or not event_ids:
+            return []
+        out: list[dict[str, Any]] = []
+        for start in range(0, len(event_ids), 500):
+            chunk = event_ids[start : start + 500]
+            where = f"event_id IN ({', '.join(_quote(e) for e in chunk)})"
+            columns = ["event_id", "chunk", "type", "session_id", "ts", "vector"]
+            rows = table.search().where(where).select(columns).limit(len(chunk) * 1000).to_list()
+            out.extend({c: row[c] for c in columns} for row in rows)
+        return out
+
     def search(self, vector: Any, k: int, where: str | None = None) -> list[tuple[str, float]]:
         """(event id, cosine similarity) of the nearest events, best first."""
         return [(event_id, n.similarity) for event_id, n in self.nearest(vector, k, where).items()]
