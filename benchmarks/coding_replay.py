@@ -95,7 +95,7 @@ def cache_key(fixtures: Path, text_only: bool) -> str:
     h = hashlib.sha256()
     h.update((fixtures / "manifest.json").read_bytes())
     h.update(b"text" if text_only else repr(config.load().embedding).encode())
-    for sub in ("importers", "capture", "embed", "vectors", "store"):
+    for sub in ("importers", "capture", "embed", "vectors", "store", "knowledge"):
         for path in sorted((src / sub).rglob("*.py")):
             h.update(path.name.encode() + path.read_bytes())
     for path in sorted((src / "embed").rglob("*.bin")):  # a model file shipped inside memlane: its bytes too
@@ -119,7 +119,18 @@ def reopen(workdir: Path, text_only: bool, quiet: bool) -> tuple[Any, Any, dict[
         embedder = get_embedder(cfg.embedding)
     if not quiet:
         print(f"reusing the store built in {workdir} ({stats['events']} events)", file=sys.stderr)
+    project_knowledge(memory, stats)
     return memory, embedder, stats
+
+
+def project_knowledge(memory: Any, stats: dict[str, Any]) -> None:
+    """What the daemon's projection job does in the background: the knowledge model (resolutions) from the events."""
+    from memlane import derived
+
+    t0 = time.perf_counter()
+    derived.catch_up(memory.store)
+    stats["project_s"] = round(time.perf_counter() - t0, 2)
+    stats["superseded"] = memory.store.knowledge_counts()["superseded"]
 
 
 def build(fixtures: Path, workdir: Path, text_only: bool, quiet: bool) -> tuple[Any, Any, dict[str, Any]]:
@@ -160,6 +171,7 @@ def build(fixtures: Path, workdir: Path, text_only: bool, quiet: bool) -> tuple[
         stats["vectors"] = chunks
         stats["embed_s"] = round(time.perf_counter() - t0, 1)
         stats["model"] = embedder.version
+    project_knowledge(memory, stats)
     if not quiet:
         print(
             f"imported {stats['files']} transcripts → {stats['events']} events in {stats['import_s']} s"
@@ -331,6 +343,7 @@ def run(memory: Any, embedder: Any, queries: list[dict[str, Any]], real_clock: b
         raise SystemExit("queries.jsonl does not fit the fixtures:\n  " + "\n  ".join(problems))
     bm25 = BM25(events)
     text = Retriever(memory.store, cfg)
+    replaced = memory.store.replacements([e.id for e in events])
     asked: dict[str, Any] = {"now": None, "vector": None}
 
     class HookEngine(Engine):
@@ -383,10 +396,23 @@ def run(memory: Any, embedder: Any, queries: list[dict[str, Any]], real_clock: b
                 "n": len(evs),
                 "good": sum(1 for e in evs if matches(e, expect)) if expect else 0,
                 "stale": sum(1 for e in evs if stale and matches(e, stale)),
+                "above": above_replacement(evs, replaced),
                 "cites": [e.cite for e in evs],
             }
         rows.append(row)
     return rows
+
+
+def above_replacement(events: list[Any], replaced: dict[str, str]) -> int:
+    """Memories in ``events`` that a later one wholly replaced (the knowledge model's resolutions) with that
+    replacement not listed before them: below them, or not listed at all."""
+    seen: set[str] = set()
+    count = 0
+    for e in events:
+        if e.id in replaced and replaced[e.id] not in seen:
+            count += 1
+        seen.add(e.id)
+    return count
 
 
 # ---- the real hook, end to end --------------------------------------------------------------------------
@@ -526,6 +552,7 @@ def summarise(rows: list[dict[str, Any]]) -> dict[str, Any]:
     with_stale = [r for r in match if r["has_stale"]]
     out["stale"] = {c: sum(r[c]["stale"] > 0 for r in with_stale) for c in cols}
     out["stale_n"] = len(with_stale)
+    out["above"] = {c: sum(r[c].get("above", 0) > 0 for r in rows) for c in cols}
     inject = {}
     for c in ("hook", "fallback", "hook_e2e"):
         if c not in cols:
@@ -564,6 +591,11 @@ def print_table(split: str, s: dict[str, Any], stats: dict[str, Any]) -> None:
         f"{'stale answer shown':24}{s['stale_n']:>4}  "
         + "  ".join(f"{s['stale'][c]:>8}" for c in cols)
         + "   (queries with a superseded answer: it is in the top 5 / injected)"
+    )
+    print(
+        f"{'replaced ahead of new':24}{s['n']:>4}  "
+        + "  ".join(f"{s['above'][c]:>8}" for c in cols)
+        + "   (queries listing a replaced memory before its replacement, or without it)"
     )
     if stats.get("e2e"):
         e = stats["e2e"]

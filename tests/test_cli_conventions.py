@@ -24,6 +24,7 @@ READS = {
     "config show", "config get", "config path", "daemon status", "daemon logs", "plugin path",
     "regions list", "regions show", "regions validate", "workflow list", "workflow status", "workflow search",
     "workflow show", "vectors status", "import validate", "context show", "context learn", "context compose",
+    "tasks list", "tasks show",
 }  # fmt: skip
 
 

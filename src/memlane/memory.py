@@ -341,6 +341,104 @@ class Memory:
         words, trigrams, _short = parse_query(check_query(query))
         return self.store.count_matches(words, trigrams)
 
+    # ---- knowledge (entries, tasks, resolutions: memlane.knowledge) ---------------------------
+
+    def catch_up(self, budget_s: float | None = None) -> Any:
+        """Project what the derived tables have not read yet (the daemon does this in the background; a CLI
+        read calls it so its answer is current). A ``knowledge.projection.Progress``."""
+        from memlane import derived
+
+        return derived.catch_up(self.store, budget_s=budget_s)
+
+    def rebuild(self, only: Sequence[str] = ()) -> dict[str, int]:
+        """Recreate derived tables from the event log (all, or the owners named); events read per owner."""
+        from memlane import derived
+
+        known = derived.names()
+        for name in only:
+            if name not in known:
+                raise InputError(f"unknown derived state '{name}' (one of: {', '.join(known)})")
+        return derived.rebuild(self.store, only)
+
+    def replacements(self, event_ids: Sequence[str], *, partial: bool = False) -> dict[str, str]:
+        """The effective view: each replaced memory among ``event_ids`` → the memory that replaces it now."""
+        return self.store.replacements(event_ids, partial=partial)
+
+    def supersession(self, ref: str) -> dict[str, Any]:
+        """What replaced a memory (and why), what replaces it now, what it replaced, its entries."""
+        from memlane.knowledge import service
+
+        return service.supersession(self.store, self.get(ref).id)
+
+    def tasks(self, statuses: Sequence[str] | None = None, limit: int = 100) -> list[dict[str, Any]]:
+        """Tasks, open ones first (in progress, blocked, pending), then done and cancelled."""
+        from memlane.knowledge import tasks
+
+        for status in statuses or ():
+            tasks.check_status(status)
+        check_limit(limit, 10_000)
+        rows = tasks.list_tasks(self.store, statuses, limit)
+        links = self._workflow_links({r["id"]: r["title"] for r in rows})
+        for row in rows:
+            if row["id"] in links:
+                row["workflow"] = links[row["id"]]
+        return rows
+
+    def task(self, ref: str) -> dict[str, Any]:
+        """One task in full: status, blockers (effective, suggested), aliases, history, the events naming it."""
+        from memlane.knowledge import tasks
+
+        view = tasks.task_view(self.store, tasks.find_task(self.store, ref), full=True)
+        link = self._workflow_links({view["id"]: view["title"]}).get(view["id"])
+        if link:
+            view["workflow"] = link
+        return view
+
+    def add_task(
+        self,
+        title: str,
+        *,
+        status: str = "pending",
+        priority: str | None = None,
+        blockers: Sequence[str] = (),
+        note: str | None = None,
+    ) -> dict[str, Any]:
+        from memlane.knowledge import service, tasks
+        from memlane.knowledge.text import entity_key
+
+        self.catch_up()
+        service.add_task(self.store, self.config, title, status=status, priority=priority, blockers=blockers, note=note)
+        self.catch_up()
+        clean = " ".join(title.split())
+        task = self.store.entity_by_key("task", entity_key("task", clean)) or tasks.find_task(self.store, clean)
+        return self.task(task["id"])
+
+    def update_task(
+        self,
+        ref: str,
+        *,
+        status: str | None = None,
+        priority: str | None = None,
+        blockers: Sequence[str] | None = None,
+        note: str | None = None,
+    ) -> dict[str, Any]:
+        """Change a task by hand; the state machine is checked first (``TaskError`` names what to do instead)."""
+        from memlane.knowledge import service
+
+        self.catch_up()
+        task, _ = service.update_task(
+            self.store, self.config, ref, status=status, priority=priority, blockers=blockers, note=note
+        )
+        self.catch_up()
+        return self.task(task["id"])
+
+    def _workflow_links(self, titles: dict[str, str]) -> dict[str, dict[str, Any]]:
+        from memlane.knowledge import tasks
+
+        if not titles or self.store.ephemeral:
+            return {}
+        return tasks.workflow_links(str(self.project.root), self.project.id, titles)
+
     # ---- curating ------------------------------------------------------------------------------
 
     def forget_preview(self, **selector: Any) -> list[tuple[str, str]]:
@@ -364,14 +462,30 @@ class Memory:
         scope, value = _describe(selector)
         return self.purge(targets, reason or scope, value)
 
-    def purge(self, targets: Sequence[tuple[str, str]], scope: str, selector: str) -> int:
+    def purge(
+        self, targets: Sequence[tuple[str, str]], scope: str, selector: str, *, keep_derived: bool = False
+    ) -> int:
         """Purge ``(event id, type)`` pairs for good — events, full text, outbox, vectors and the preferences
-        learned from purged prompts — with one tombstone (``scope``/``selector`` say why, never what)."""
+        learned from purged prompts — with one tombstone (``scope``/``selector`` say why, never what).
+
+        What the knowledge model derived from them goes too (``reset_derived``: projected again from what is
+        left), unless ``keep_derived`` (pruning for size, not privacy: the rows of each purged event go with it by
+        ``ON DELETE CASCADE``, and the rest stays instead of being projected again every time)."""
         count = self.store.forget(targets, scope, selector)
+        if not keep_derived:
+            self.reset_derived()
         self._forget_vectors([t[0] for t in targets])
         if any(kind == "user_prompt" for _, kind in targets):
             self._forget_preferences()
         return count
+
+    def reset_derived(self) -> None:
+        """What the knowledge projector derived from the purged text (titles, quotes) goes at once; the daemon
+        projects the remaining events again. Its freed pages are scrubbed like the events' own."""
+        from memlane import derived
+
+        derived.reset(self.store)
+        self.store.db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
     def _forget_preferences(self) -> None:
         """A forgotten prompt's learned preference goes too (the events are gone already: say so, don't fail)."""

@@ -154,6 +154,8 @@ def redact(mem: Memory, report: ScanReport) -> int:
     for f in report.findings:
         kinds[f.kind] = kinds.get(f.kind, 0) + 1
     count = mem.store.redact(updates, {"findings": len(report.findings), "kinds": kinds})
+    if count:
+        mem.reset_derived()  # what was derived from the redacted text goes too; it is projected again
     _drop_vectors(mem, ids)
     return count
 

@@ -139,7 +139,7 @@ def prune(mem: Memory, cap_bytes: int | None = None, *, now: float | None = None
                 "raise storage.max_size_mb or forget sessions by hand"
             )
             break
-        mem.purge(targets, "prune", f"storage.max_size_mb={cap_bytes // (1024 * 1024)}")
+        mem.purge(targets, "prune", f"storage.max_size_mb={cap_bytes // (1024 * 1024)}", keep_derived=True)
         for _, kind in targets:
             report.types[kind] = report.types.get(kind, 0) + 1
         report.pruned += len(targets)

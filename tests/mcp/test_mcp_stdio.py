@@ -14,7 +14,8 @@ from mcp_support import SECRET, fill, server_command, server_env
 
 from mcp import Client
 
-TOOLS = {"mem-search", "mem-timeline", "mem-details", "mem-source", "mem-context-pack", "mem-stats", "mem-projects"}
+TOOLS = {"mem-search", "mem-timeline", "mem-details", "mem-source", "mem-context-pack", "mem-stats", "mem-projects",
+         "mem-tasks"}  # fmt: skip
 CITE = re.compile(r"\[(mem:[0-9a-z]{6})\]")
 
 
@@ -56,7 +57,8 @@ def test_lists_tools_with_schemas_and_workflow_instructions(store: dict[str, Any
     for tool in tools:
         if tool.name != "mem-projects":
             assert "project" in tool.input_schema["properties"], tool.name
-        assert tool.annotations is not None and tool.annotations.read_only_hint
+        assert tool.annotations is not None
+        assert tool.annotations.read_only_hint == (tool.name != "mem-tasks"), "only mem-tasks changes anything"
     search = by_name["mem-search"].input_schema
     assert "required" not in search  # a tool-history listing (tool, file, failed) needs no query
     assert search["properties"]["failed"]["type"] == "boolean"

@@ -58,7 +58,7 @@ def test_events_filtered_and_paged(site: Site) -> None:
         400,
         {
             "error": "unknown event type 'bogus' (one of: user_prompt, agent_response, tool_observation, "
-            "session_start, session_end, session_summary, compaction)"
+            "session_start, session_end, session_summary, compaction, task_update)"
         },
     )
     assert get(site, "/api/events?since=yesterdayish")[0] == 400

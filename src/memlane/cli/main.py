@@ -24,6 +24,7 @@ from memlane.cli import (
     daemon_cmd,
     dashboard_cmd,
     importer,
+    knowledge_cmd,
     mcp_cmd,
     plugin_cmd,
     privacy_cmd,
@@ -159,8 +160,12 @@ def show(obj: Ctx, ref: str, as_json: bool) -> None:
         if mem is None:
             return
         event = mem.find(ref)  # with retrieval.cross_project on, another project's citation opens too
+        info: dict[str, Any] = {}
+        if event.project_id == mem.project.id:  # what replaced it (the knowledge model), brought up to date
+            knowledge_cmd.catch_up(mem, quiet=True)
+            info = mem.supersession(event.id)
         if as_json:
-            render.emit_json(event.as_dict())
+            render.emit_json({**event.as_dict(), **({"supersession": info} if info else {})})
             return
         render.kv_table(
             [
@@ -170,6 +175,7 @@ def show(obj: Ctx, ref: str, as_json: bool) -> None:
                 ("time", event.ts),
                 ("session", event.session_id),
                 ("project", event.project_id),
+                *render.supersession_rows(info),
                 *((key, value) for key, value in sorted(event.metadata.items()) if value not in (None, "", {})),
             ]
         )
@@ -239,7 +245,7 @@ def search(
     With --tool, --file or --failed the QUERY may be left out: tool calls are then listed newest first.
     """
     from memlane.memory import check_tool_filters
-    from memlane.retrieval.disclosure import disclose
+    from memlane.retrieval.disclosure import disclose, mark_superseded
     from memlane.retrieval.engine import Engine
 
     tools = check_tool_filters(tool, file, failed, list(types))
@@ -262,6 +268,7 @@ def search(
             text, limit=limit, session=session, types=list(types), since=since, until=until, engine=engine, **tools
         )
         shown = disclose(hits, disclosure, budget, mem.neighbours, mem.config.retrieval)
+        mark_superseded(mem.store, shown.rows)  # what replaced a result (the knowledge model), said in its row
         others = {h.event.project_id for h in hits} - {mem.project.id}
         where = mem.project.name + (f" and {len(others)} other project(s)" if others else "")
         if engine.model_error:  # never silently text-only
@@ -551,6 +558,8 @@ for _command in (
     plugin_cmd.plugin_group,
     context_cmd.context_group,
     privacy_cmd.privacy_group,
+    knowledge_cmd.tasks_group,
+    knowledge_cmd.rebuild,
     team_cmd.team_group,
     team_cmd.migrate,
 ):

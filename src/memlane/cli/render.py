@@ -239,3 +239,28 @@ def queue_line(q: dict[str, Any]) -> str:
     if q["avg_ms"] is not None:
         parts.append(f"avg {q['avg_ms'] / 1000:.1f} s queued → embedded over {q['done']} done")
     return ", ".join(parts)
+
+
+def supersession_rows(info: dict[str, Any]) -> list[tuple[str, str]]:
+    """``memlane show``'s lines for what replaced a memory, what replaces it now and what it replaced."""
+    rows: list[tuple[str, str]] = []
+    by: dict[str, list[dict[str, Any]]] = {}
+    for b in info.get("superseded_by") or []:
+        by.setdefault(b["citation"], []).append(b)
+    for citation, reasons in by.items():
+        first = reasons[0]
+        why = ", ".join(dict.fromkeys(r["rule"].replace("_", " ") for r in reasons))
+        where = next((r["path"] for r in reasons if r.get("path")), None)
+        partial = all(r["partial"] for r in reasons)
+        rows.append(
+            (
+                "partly superseded by" if partial else "superseded by",
+                f"{citation} ({first['ts'][:10]}, {why}{': ' + where if where else ''}) {short(first['summary'], 160)}",
+            )
+        )
+    current = info.get("current")
+    if current and all(b["citation"] != current for b in info.get("superseded_by") or []):
+        rows.append(("current", f"{current} (what replaces it now)"))
+    if info.get("replaces"):
+        rows.append(("replaces", ", ".join(r["citation"] for r in info["replaces"])))
+    return rows

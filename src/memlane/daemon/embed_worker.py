@@ -33,6 +33,7 @@ from memlane.logs import log
 
 if TYPE_CHECKING:
     from memlane.config import Config
+    from memlane.daemon.jobs import ProjectJob, Upkeep
     from memlane.embed import Embedder
 
 STEP = 32  # events per project per step: the outbox lock is re-taken between steps, projects take turns
@@ -206,16 +207,23 @@ def give_back_claims(cfg: Config, project_id: str) -> int:
 
 
 class Worker:
-    """The thread's loop and the state ``/api/health`` reports (``memlane status``, ``doctor`` read it)."""
+    """The thread's loop and the state ``/api/health`` reports (``memlane status``, ``doctor`` read it).
+
+    The daemon's one background loop: each round, for every known project, it embeds a step of the outbox (when
+    there is a model) and then runs each background job (``daemon/jobs.py``: projection, and what other features
+    add there).
+    """
 
     def __init__(
         self,
         cfg: Config,
-        embedder: Embedder,
+        embedder: Embedder | None,
         gate: Gate,
         stop: threading.Event,
         touch: Callable[[], None],
         state: dict[str, Any] | None = None,
+        jobs: list[ProjectJob] | None = None,
+        upkeep: Upkeep | None = None,
     ) -> None:
         self.cfg = cfg
         self.stop = stop
@@ -223,9 +231,14 @@ class Worker:
         # One thread at nice 10 for the forward passes (the CPU-heavy part); see the module docstring for why not
         # the loop's own thread.
         self.niced = ThreadPoolExecutor(1, thread_name_prefix="embed-niced", initializer=lower_thread_priority)
-        self.embedder = BackgroundEmbedder(embedder, gate, stop, self._slice, self.niced)
+        self.embedder = (
+            BackgroundEmbedder(embedder, gate, stop, self._slice, self.niced) if embedder is not None else None
+        )
+        self.jobs = jobs or []  # daemon/jobs.default_jobs: per project, every round
+        self.upkeep = upkeep  # daemon/jobs.Upkeep: pruning, outbox cleanup, when due
         self.state: dict[str, Any] = state if state is not None else {}
         self.state.update(processed=0, last_error=None, busy=False, thread=None)
+        self.state["jobs"] = {job.name: {"done": 0, "last_error": None} for job in self.jobs}
         # "busy" (reported) means embedding; this also covers a step's set-up. The daemon does not go idle
         # while either is true; both go false only after a step that found nothing to embed.
         self.has_work = False
@@ -250,13 +263,16 @@ class Worker:
             if self.stop.is_set():
                 break
             pid = str(entry.get("id"))
+            report = None
             try:
                 with Memory.open(project_id=pid, cfg=self.cfg, create=None) as mem:
-                    if not mem.store.ephemeral and pending_count(mem):
-                        # Work in hand from here, before the first slice: opening the index (importing LanceDB)
-                        # and chunking can outlast a short idle timeout, and the daemon must not go idle with work.
-                        self.has_work = True
-                    report = process_outbox(mem, self.embedder, limit=STEP)
+                    if self.embedder is not None:
+                        if not mem.store.ephemeral and pending_count(mem):
+                            # Work in hand from here, before the first slice: opening the index (importing LanceDB)
+                            # and chunking can outlast a short idle timeout, and the daemon must not go idle with work.
+                            self.has_work = True
+                        report = process_outbox(mem, self.embedder, limit=STEP)
+                    done += self._jobs(mem, pid)
             except Stopping:
                 given = give_back_claims(self.cfg, pid)
                 log("daemon", "info", f"worker stopped mid-batch; {given} job(s) of {pid} back to pending")
@@ -264,12 +280,36 @@ class Worker:
             except Exception as exc:  # noqa: BLE001 - one broken project must not stop the others
                 self.error(f"{pid}: {exc!r}")
                 continue
+            if report is None:
+                continue
             done += report.processed
             if report.processed:
                 self.state["processed"] += report.processed
                 self.touch()
             if report.errors:
                 self.error(f"{pid}: {report.errors[-1]}")
+        return done
+
+    def _jobs(self, mem: Any, pid: str) -> int:
+        """Each background job's step for one project; a job that fails is logged and the others still run."""
+        done = 0
+        for job in self.jobs:
+            if self.stop.is_set():
+                break
+            counts = self.state["jobs"][job.name]
+            try:
+                count = job.step(mem)
+            except Stopping:
+                raise
+            except Exception as exc:  # noqa: BLE001 - one failing job must not stop the embedding or the others
+                counts["last_error"] = f"{pid}: {exc!r}"
+                log("daemon", "error", f"job {job.name}: {pid}: {exc!r}")
+                continue
+            if count:
+                counts["done"] += count
+                self.has_work = True
+                self.touch()
+            done += count
         return done
 
     def run(self) -> None:
@@ -284,6 +324,10 @@ class Worker:
         while not self.stop.is_set():
             try:
                 done = self.step()
+                if self.upkeep is not None:
+                    self.upkeep.run_due()
+            except Stopping:
+                break
             except Exception as exc:  # noqa: BLE001 - e.g. the projects registry unreadable: say so, try again later
                 self.error(repr(exc))
                 done = 0

@@ -1,32 +1,99 @@
-"""Upkeep the daemon runs beside embedding: small job classes, each with its own interval.
+"""The daemon's background jobs, all run by its one loop (``embed_worker.Worker``, a thread of the daemon).
 
-- ``PruneStores`` keeps every project's store within ``storage.max_size_mb`` (``memlane.retention``);
-- ``CleanOutbox`` removes embedding jobs done more than ``DONE_KEPT_DAYS`` ago (vector-outbox-v2 §9.3);
-- ``BackupStores`` backs up each store that has new events, at most every ``store.backup_interval_min``
-  (``store.backup``: SQLite's online backup, 0600, rotated), what ``doctor --repair`` restores lost events from.
+Two kinds:
 
-A job has a ``name``, an ``interval_s`` and ``run(cfg) -> str | None`` (a line for the log when it did
-something). ``Upkeep`` is the loop that runs them, on a thread of its own started by ``server.serve`` with the
-embedding worker; before each job it waits, like the worker, for the requests in flight (hooks come first).
-Integration: the knowledge branch brings the daemon's one job loop; these classes are written to be
-scheduled by it as they are (the same three members), and ``Upkeep`` goes when it comes.
+- **per project, every round** (``ProjectJob``): a bounded slice of work for one project (``step(mem) -> int``,
+  how much it did), run for every known project after that project's embedding step. ``ProjectionJob`` keeps
+  the derived tables (``memlane/derived.py``: the knowledge model, and what other features register there) up
+  to date with the event log. The loop sleeps 50 ms after a round with work and 2 s after an idle one, and the
+  daemon does not go idle while a round finds work.
+- **upkeep, when due** (``Job``: a ``name``, an ``interval_s`` and ``run(cfg) -> str | None``, a line for the log
+  when it did something): ``PruneStores`` keeps every project's store within ``storage.max_size_mb``
+  (``memlane.retention``); ``CleanOutbox`` removes embedding jobs done more than ``DONE_KEPT_DAYS`` ago
+  (vector-outbox-v2 §9.3); ``BackupStores`` backs up each store that has new events, at most every
+  ``store.backup_interval_min`` (``store.backup``: SQLite's online backup, 0600, rotated), what ``doctor
+  --repair`` restores lost events from. ``Upkeep`` decides which are due; the loop asks it once a round, the
+  first time a minute after start (the model warms and the backlog gets embedded first).
+
+Every job waits, before each slice, while a request is in flight (``Gate``), as the embedding does: a hook's
+search is never queued behind it. None of them runs on a hook's path. ``/api/health`` reports each one.
+
+Adding one: a ``ProjectJob`` subclass returned by ``default_jobs``, or a ``Job`` subclass listed in ``JOBS``.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from memlane import config, project
-from memlane.daemon.embed_worker import Gate, Stopping
+from memlane.daemon.embed_worker import Gate
 from memlane.logs import log
 
+if TYPE_CHECKING:
+    from memlane.memory import Memory
+
 FIRST_RUN_S = 60.0  # after start: the model warms and the backlog gets embedded first
-TICK_S = 30.0
+
+
+# ---- per project, every round ----------------------------------------------------------------------------------
+
+
+class ProjectJob:
+    """One kind of per-project background work (see the module note)."""
+
+    name: ClassVar[str] = ""
+
+    def __init__(self, gate: Gate | None = None, stop: threading.Event | None = None) -> None:
+        self.gate = gate
+        self.stop = stop or threading.Event()
+
+    def step(self, mem: Memory) -> int:
+        """Do up to one slice of work for ``mem``'s project; how many items were done (0: nothing to do)."""
+        raise NotImplementedError
+
+    def quiet(self) -> None:
+        """Wait while a request is in flight (raises ``Stopping`` when the daemon stops)."""
+        if self.gate is not None:
+            self.gate.wait_quiet(self.stop)
+
+
+class ProjectionJob(ProjectJob):
+    """Keeps every project's derived tables up to date with its event log, a batch at a time."""
+
+    name = "projection"
+    BATCH = 25  # events per transaction: ~20 ms of work at 100k events, so the write lock is never held long
+    BUDGET_S = 0.3  # per project per round: every project gets its turn, and the loop stays responsive
+
+    def step(self, mem: Memory) -> int:
+        from memlane import derived
+
+        if mem.store.ephemeral:
+            return 0
+        done = 0
+        deadline = time.monotonic() + self.BUDGET_S
+        while not self.stop.is_set() and time.monotonic() < deadline:
+            self.quiet()
+            progress = derived.catch_up(mem.store, max_events=self.BATCH)
+            done += progress.projected
+            if progress.done or progress.projected == 0:
+                break
+        return done
+
+
+def default_jobs(cfg: config.Config, gate: Gate | None = None, stop: threading.Event | None = None) -> list[ProjectJob]:
+    """The per-project jobs the daemon runs, in order, for each project after its embedding step."""
+    del cfg  # jobs read their settings from the project's config when they need any
+    return [ProjectionJob(gate, stop)]
+
+
+# ---- upkeep, when due --------------------------------------------------------------------------------------------
 
 
 class Job:
+    """Upkeep over every project, run when ``interval_s`` has passed since its last run."""
+
     name = ""
     interval_s = 600.0
 
@@ -108,7 +175,8 @@ JOBS: list[type[Job]] = [PruneStores, CleanOutbox, BackupStores]
 
 
 class Upkeep:
-    """Runs ``jobs`` when due until ``stop``; ``state`` (for /api/health) holds each job's last run and result."""
+    """Which upkeep jobs are due, run by the daemon's loop (``run_due``); ``state`` (for /api/health) holds each
+    job's last run and result."""
 
     def __init__(
         self,
@@ -117,13 +185,15 @@ class Upkeep:
         gate: Gate | None = None,
         jobs: list[Job] | None = None,
         state: dict[str, Any] | None = None,
+        first_run_s: float = 0.0,
     ) -> None:
         self.cfg = cfg
         self.stop = stop
         self.gate = gate
         self.jobs = jobs if jobs is not None else [job() for job in JOBS]
         self.state: dict[str, Any] = state if state is not None else {}
-        self.due = {job.name: 0.0 for job in self.jobs}
+        start = time.monotonic() + first_run_s if first_run_s else 0.0
+        self.due = {job.name: start for job in self.jobs}
 
     def run_due(self, now: float | None = None) -> list[str]:
         """Run every job whose time has come; the lines they logged."""
@@ -146,13 +216,3 @@ class Upkeep:
                 log("daemon", "info", f"job {job.name}: {entry['result']}")
                 lines.append(str(entry["result"]))
         return lines
-
-    def run(self) -> None:
-        if self.stop.wait(FIRST_RUN_S):
-            return
-        while not self.stop.is_set():
-            try:
-                self.run_due()
-            except Stopping:
-                return
-            self.stop.wait(TICK_S)

@@ -36,7 +36,7 @@ from memlane.daemon import context_routes, state, warm
 from memlane.daemon.embed_worker import Gate, Stopping, Worker
 from memlane.daemon.inbox import DRAIN_S as INBOX_DRAIN_S
 from memlane.daemon.inbox import Delivery, Inbox
-from memlane.daemon.jobs import Upkeep
+from memlane.daemon.jobs import FIRST_RUN_S, Upkeep, default_jobs
 from memlane.errors import InputError, MemlaneError
 from memlane.logs import log
 from memlane.memory import Memory
@@ -167,7 +167,7 @@ class Daemon:
         # How long the hooks Claude Code waits for took here (ms, the last ``HOOK_TIMES_KEPT`` of each): health.
         self.hook_ms: dict[str, deque[float]] = {e: deque(maxlen=HOOK_TIMES_KEPT) for e in warm.EVENTS}
         self.inbox = Inbox(self._store_delivery, self.touch, self._yield)
-        self.upkeep_state: dict[str, Any] = {}  # daemon/jobs.Upkeep: each job's last run and result
+        self.upkeep_state: dict[str, Any] = {}  # daemon/jobs.Upkeep (run by the worker's loop): last run, result
         self.last_hook = 0.0  # when the last hook came in (monotonic): the inbox waits for a quiet moment
 
     # ---- routes --------------------------------------------------------------------------------
@@ -498,7 +498,8 @@ class Daemon:
             log("daemon", "info", f"model {self.engine.embedder.version} warm in {time.perf_counter() - started:.1f} s")
 
     def worker(self) -> None:
-        """Warm the search model, then embed every project's outbox with it in this thread (see embed_worker)."""
+        """Warm the search model, then run the background loop in this thread: embed every project's outbox with
+        the model, and the background jobs (``daemon/jobs.py``; see embed_worker)."""
         self.warming = True
         try:
             self.warm()
@@ -506,10 +507,19 @@ class Daemon:
             self.warming = False
             self.touch()
         embedder = self.engine.embedder
-        if embedder is None:
+        upkeep = Upkeep(self.cfg, self.stop, self.gate, state=self.upkeep_state, first_run_s=FIRST_RUN_S)
+        self.embed_worker = Worker(
+            self.cfg,
+            embedder,
+            self.gate,
+            self.stop,
+            self.touch,
+            state=self.worker_state,
+            jobs=default_jobs(self.cfg, self.gate, self.stop),
+            upkeep=upkeep,
+        )
+        if embedder is None:  # no vectors, but the background jobs (projection, ...) still run
             self.worker_state["last_error"] = f"no embedding model: {self.engine.model_error}"
-            return
-        self.embed_worker = Worker(self.cfg, embedder, self.gate, self.stop, self.touch, state=self.worker_state)
         self.embed_worker.run()
 
     def idle_watch(self, server: uvicorn.Server) -> None:
@@ -598,8 +608,6 @@ def serve(cfg: config.Config | None = None, port: int | None = None, worker: boo
     threads = [threading.Thread(target=daemon.idle_watch, args=(server,), daemon=True)]
     if worker:
         threads.append(threading.Thread(target=daemon.worker, name="embed-worker", daemon=True))
-        upkeep = Upkeep(cfg, daemon.stop, daemon.gate, state=daemon.upkeep_state)  # pruning, cleanup, backups
-        threads.append(threading.Thread(target=upkeep.run, name="upkeep", daemon=True))
     if cfg.database.url:  # team mode (docs/team.md): the sync job, on a thread of its own beside the worker
         from memlane.sync.engine import SyncJob
 

@@ -1,8 +1,9 @@
 """The memlane MCP server (official ``mcp`` SDK, ``MCPServer``): stdio by default, streamable HTTP on loopback.
 
-Tools (all read-only): mem-search → mem-timeline → mem-details (progressive disclosure), mem-source,
-mem-context-pack, mem-stats, mem-projects. The logic lives in ``memlane.mcp.tools``; this module only
-declares the tools' schemas and descriptions and turns input errors into MCP tool errors. One
+Tools: mem-search → mem-timeline → mem-details (progressive disclosure), mem-source, mem-context-pack,
+mem-stats, mem-projects (all read-only), and mem-tasks (tasks across sessions; it can add and update them).
+The logic lives in ``memlane.mcp.tools``; this module only declares the tools' schemas and descriptions and
+turns input errors into MCP tool errors. One
 ``Engine`` (the embedding model, loaded on first search) serves every call for the server's lifetime.
 """
 
@@ -21,7 +22,7 @@ from pydantic import Field
 from memlane import __version__, config
 from memlane.errors import MemlaneError
 from memlane.logs import log
-from memlane.mcp.tools import MAX_QUERY_CHARS, MAX_REFS, MemoryTools, Reply
+from memlane.mcp.tools import MAX_QUERY_CHARS, MAX_REFS, TASK_ACTIONS, MemoryTools, Reply
 from memlane.store.db import EVENT_TYPES
 
 NAME = "memlane"
@@ -41,7 +42,8 @@ Work in three steps, spending tokens only on what matters:
 3. mem-details: the full text of only the few citations you actually need (several at once).
 Also: mem-context-pack for a start-of-task digest (recent sessions, open threads, failed tool runs,
 memories relevant to a task) within a character budget; mem-source to check what a [mem:xxxxxx]
-citation you were given refers to; mem-stats for what is stored; mem-projects to list projects.
+citation you were given refers to; mem-stats for what is stored; mem-projects to list projects; mem-tasks for
+the tasks named across sessions (one task each, with status, blockers and history).
 Cite memories you rely on as [mem:xxxxxx]. Every tool takes an optional `project` (a project directory);
 by default it is the directory this server was started in."""
 
@@ -65,6 +67,9 @@ def _event_type_items(schema: dict[str, Any]) -> None:
 
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
+# mem-tasks can add and update tasks (each change an event; nothing is deleted).
+CHANGES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+ACTION_ENUM = {"enum": list(TASK_ACTIONS)}
 
 
 def _result(reply: Reply) -> CallToolResult:
@@ -226,6 +231,42 @@ def build_server(
     )
     def mem_stats(project: Project = None) -> CallToolResult:
         return _run(lambda: tools.stats(project))
+
+    @server.tool(
+        name="mem-tasks",
+        title="Tasks across sessions",
+        annotations=CHANGES,
+        description="Tasks named across sessions (checklists, TODO lines, status updates) as one task each, with "
+        "status, blockers and history. action=list (open tasks; all_tasks for done ones), show (task=<id or title>), "
+        "add (title; optional status, priority, blockers, note) or update (task plus status, priority, blockers or "
+        "note). Statuses go pending → in_progress → done; blocked needs a blocker; a refused change says why.",
+    )
+    def mem_tasks(
+        action: Annotated[str, Field(description="list, show, add or update.", json_schema_extra=ACTION_ENUM)] = "list",
+        task: Annotated[str | None, Field(description="A task id (task-…) or its title (show, update).")] = None,
+        title: Annotated[str | None, Field(description="The new task's title (add).")] = None,
+        status: Annotated[str | None, Field(description="pending, in_progress, blocked, done or cancelled.")] = None,
+        priority: Annotated[str | None, Field(description="low, medium, high or critical.")] = None,
+        blockers: Annotated[
+            list[str] | None, Field(description="What blocks it: task ids or titles, URLs, issue keys, text.")
+        ] = None,
+        note: Annotated[str | None, Field(description="A note kept with the task.")] = None,
+        all_tasks: Annotated[bool, Field(description="list: done and cancelled tasks too.")] = False,
+        project: Project = None,
+    ) -> CallToolResult:
+        return _run(
+            lambda: tools.tasks(
+                action,
+                task=task,
+                title=title,
+                status=status,
+                priority=priority,
+                blockers=blockers,
+                note=note,
+                all_tasks=all_tasks,
+                project=project,
+            )
+        )
 
     @server.tool(
         name="mem-projects",

@@ -25,7 +25,7 @@ from memlane.context.pack import event_line, hit_line, kind
 from memlane.errors import InputError, NotFoundError
 from memlane.memory import Memory, check_tool_filters
 from memlane.privacy import filter_text, filter_value
-from memlane.retrieval.disclosure import DisclosureCache, index_row, one_line
+from memlane.retrieval.disclosure import DisclosureCache, index_row, mark_superseded, one_line
 from memlane.retrieval.hybrid import Hit
 from memlane.store import keys, peek
 from memlane.store.db import Event
@@ -222,6 +222,7 @@ class MemoryTools:
         with self.open(project) as mem:
             hits = self._search(mem, query, limit, **filters, **tools)
             rows = [{**index_row(h), **_project_of(mem, h.event)} for h in hits]
+            mark_superseded(mem.store, rows)  # what replaced a result (the knowledge model), in its line
             lines = [hit_line(r) + self._origin(mem, h.event) for r, h in zip(rows, hits, strict=True)]
             where = self._where(mem)
             others = {h.event.project_id for h in hits} - {mem.project.id}
@@ -399,6 +400,58 @@ class MemoryTools:
         )
         return self.reply(lines, {"projects": rows})
 
+    # ---- tasks ---------------------------------------------------------------------------------
+
+    def tasks(
+        self,
+        action: str = "list",
+        *,
+        task: str | None = None,
+        title: str | None = None,
+        status: str | None = None,
+        priority: str | None = None,
+        blockers: Sequence[str] | None = None,
+        note: str | None = None,
+        all_tasks: bool = False,
+        project: str | None = None,
+    ) -> Reply:
+        """Tasks named across sessions: list, show one, add one, or update one (the state machine is enforced)."""
+        if action not in TASK_ACTIONS:
+            raise ToolInputError(f"unknown action '{action}' (one of: {', '.join(TASK_ACTIONS)})")
+        if action in ("show", "update") and not (task or "").strip():
+            raise ToolInputError(f"action '{action}' needs task: a task id (task-…) or its title, from action=list")
+        if action == "add" and not (title or "").strip():
+            raise ToolInputError("action 'add' needs title: what the task is")
+        if action == "update" and status is None and priority is None and blockers is None and note is None:
+            raise ToolInputError("action 'update' needs something to change: status, priority, blockers or note")
+        with self.open(project) as mem:
+            mem.catch_up(budget_s=5.0)
+            if action == "list":
+                statuses = [status] if status else (None if all_tasks else ["in_progress", "blocked", "pending"])
+                rows = mem.tasks(statuses, 100)
+                lines = [f"{len(rows)} task(s) in {self._where(mem)}:" if rows else "No open tasks."]
+                lines.extend(_task_line(r) for r in rows)
+                if rows:
+                    lines.append("Next: mem-tasks action=show task=<id> for a task's history and blockers.")
+                return self.reply(lines, {"tasks": rows})
+            if action == "add":
+                view = mem.add_task(
+                    str(title), status=status or "pending", priority=priority, blockers=blockers or (), note=note
+                )
+            elif action == "update":
+                view = mem.update_task(str(task), status=status, priority=priority, blockers=blockers, note=note)
+            else:
+                view = mem.task(str(task))
+        lines = [_task_line(view)]
+        for h in view.get("history") or []:
+            change = f" {h['from_status'] or ''} → {h['to_status']}" if h["to_status"] else ""
+            lines.append(f"  {h['ts'][:16]} {h['kind']}{change}")
+        for s in view.get("suggested_blockers") or []:
+            lines.append(f"  maybe blocked by (suggested): {s['title']} [{s['id']}]")
+        if view.get("events"):
+            lines.append("Named in: " + ", ".join(f"[{e['citation']}]" for e in view["events"][-10:]))
+        return self.reply(lines, {"task": view})
+
     # ---- start-of-task pack --------------------------------------------------------------------
 
     def context_pack(
@@ -414,6 +467,19 @@ class MemoryTools:
         with self.open(project) as mem:
             got = pack.build(mem, task, max_chars=max_chars, sessions=sessions, memories=memories, engine=self.engine)
         return Reply(got.text, got.data)
+
+
+TASK_ACTIONS = ("list", "show", "add", "update")
+
+
+def _task_line(task: dict[str, Any]) -> str:
+    blockers = "; ".join(b["title"] for b in task.get("blockers") or [] if b["open"])
+    workflow = task.get("workflow")
+    return (
+        f"- {task['id']} [{task['status']}, {task['priority']}] {task['title']}"
+        + (f" (blocked by {blockers})" if blockers else "")
+        + (f" (workflow {workflow['task']}: {workflow['status']})" if workflow else "")
+    )
 
 
 def _project_of(mem: Memory, event: Event) -> dict[str, Any]:

@@ -93,6 +93,21 @@ def tokens(obj: Any) -> int:
     return len(str(obj)) // CHARS_PER_TOKEN + 1
 
 
+def mark_superseded(store: Any, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Name what replaced each replaced result (the knowledge model's resolutions): ``superseded_by`` (its
+    citation), ``partly`` when only part of it was replaced, and the summary says so first."""
+    from memlane.retrieval.resolved import superseded_info
+
+    info = superseded_info(store, [r["id"] for r in rows])
+    for row in rows:
+        found = info.get(row["id"])
+        if found is not None:
+            row["superseded_by"] = found["by"]
+            row["partly"] = found["partial"]
+            row["summary"] = f"({'partly ' if found['partial'] else ''}superseded by {found['by']}) {row['summary']}"
+    return rows
+
+
 # ---- smart expansion (§5.1) ------------------------------------------------------------------------
 
 

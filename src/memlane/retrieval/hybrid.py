@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
-from memlane.retrieval import cjk, scoring, select, when
+from memlane.retrieval import cjk, resolved, scoring, select, when
 from memlane.store.backend import MemoryStore
 from memlane.store.db import STOPWORDS, Event, parse_query, query_stopwords
 from memlane.store.keys import cjk_count
@@ -350,7 +350,9 @@ class Retriever:
             c.sources["rank"] = order[c.event_id]  # what the list is sorted by (log-odds), for the CLI to show
         if current_first:  # over the head whose events _exchange_support has read anyway
             head = self._resolve(ranked, max(limit, EXCHANGE_DEPTH), filters)
-            hits = select.current_first(head, self.store, limit)[:limit]
+            hits = select.current_first(head, self.store, limit)
+            # Then the knowledge model's resolutions (issue 32): never a replaced memory above its replacement.
+            hits = resolved.current_first(hits, self.store, lambda e: _passes(e, filters), set(exclude_ids))[:limit]
         else:
             hits = self._resolve(ranked, limit, filters)
         level = scoring.background([c.score for c in ranked], scoring.no_evidence(rcfg, bool(near)))

@@ -19,6 +19,7 @@ import re
 from typing import Any
 
 from memlane.logs import log
+from memlane.retrieval import resolved
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -375,10 +376,13 @@ def drop_replaced(hits: list[Hit], store: Any = None, edits: list[tuple[Event, s
     Runs before the gate, so the adaptive count is measured against what is still current.
     """
     retired_by, exchange = retirements(hits, store, edits)
-    if not retired_by:
-        return hits
-    kept = [h for h in hits if exchange[h.event.id] not in retired_by]
-    return promote_replacements(kept, [h for h in hits if exchange[h.event.id] in retired_by], retired_by, exchange)
+    if retired_by:
+        kept = [h for h in hits if exchange[h.event.id] not in retired_by]
+        retired = [h for h in hits if exchange[h.event.id] in retired_by]
+        hits = promote_replacements(kept, retired, retired_by, exchange)
+    # Then the knowledge model's resolutions (issue 32: a later edit of the same file region, a revert, a
+    # decision that removed what an exchange introduced): what the edit rule above did not catch.
+    return resolved.drop_replaced(hits, store)
 
 
 def retirements(

@@ -11,6 +11,8 @@
 - ``injections.py``  what each prompt was told (the injection log)
 - ``sync_state.py``  team sync's local state, outgoing events, teammates' events pulled in (``memlane.sync``)
 - ``browse.py``      pages by cursor, counts, rows after a seq, per-day and health figures (the dashboard)
+- ``knowledge.py``   the knowledge tables (entries, entities, edges, task history, resolutions) and
+                     projection offsets; ``replacements`` is the prompt path's read of them
 - ``records.py``     ``NewEvent``, ``Event``, ``AppendResult`` (no SQL)
 
 Writes happen in ``BEGIN IMMEDIATE`` transactions so concurrent hook processes serialise on
@@ -35,6 +37,7 @@ from memlane.store.fulltext import (
 )
 from memlane.store.imports import ImportsStore
 from memlane.store.injections import InjectionsStore
+from memlane.store.knowledge import KnowledgeStore
 from memlane.store.outbox import OutboxStore
 from memlane.store.records import EVENT_TYPES, AppendResult, Event, NewEvent
 from memlane.store.sync_state import SyncStore
@@ -58,7 +61,7 @@ __all__ = [
 ]
 
 
-class Store(FullTextStore, SyncStore, OutboxStore, ImportsStore, InjectionsStore, BrowseStore):
+class Store(FullTextStore, SyncStore, OutboxStore, ImportsStore, InjectionsStore, BrowseStore, KnowledgeStore):
     """One project's memory database."""
 
     @classmethod

@@ -13,7 +13,15 @@ import re
 
 from memlane.store import keys, schema
 from memlane.store.connection import StoreConnection, db_size
-from memlane.store.records import EVENT_COLUMNS, FILE_FIELDS, AppendResult, Event, NewEvent, event_from_row
+from memlane.store.records import (
+    EVENT_COLUMNS,
+    FILE_FIELDS,
+    SESSIONLESS_TYPES,
+    AppendResult,
+    Event,
+    NewEvent,
+    event_from_row,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -101,7 +109,8 @@ class EventStore(StoreConnection):
                 "INSERT INTO outbox (event_id, status, created_at, updated_at) VALUES (?, 'pending', ?, ?)",
                 (event_id, now, now),
             )
-        self._touch_session(db, event, ts)
+        if event.type not in SESSIONLESS_TYPES:
+            self._touch_session(db, event, ts)
         return event_id
 
     @staticmethod
@@ -410,6 +419,17 @@ class EventStore(StoreConnection):
             "tombstones": db.execute("SELECT COUNT(*) FROM tombstones").fetchone()[0],
             "db_bytes": db_size(self.file),
         }
+
+    def clear_sessions(self) -> None:
+        """Empty the sessions table (``memlane rebuild`` replays the events into it)."""
+        self.db.execute("DELETE FROM sessions")
+
+    def replay_sessions(self, events: Iterable[Event]) -> None:
+        """Count events into their sessions as ``append`` does (inside the caller's transaction)."""
+        for event in events:
+            if event.type not in SESSIONLESS_TYPES:
+                new = NewEvent(event.type, event.session_id, event.content, metadata=event.metadata, ts=event.ts)
+                self._touch_session(self.db, new, event.ts)
 
     def _recount_session(self, db: sqlite3.Connection, session_id: str) -> None:
         count, prompts = db.execute(

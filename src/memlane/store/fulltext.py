@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
-from memlane.store import keys
+from memlane.store import keys, schema
 from memlane.store.events import EventStore
 
 TYPE_CHECKING = False
@@ -167,6 +167,24 @@ class FullTextStore(EventStore):
             pass
         finally:
             self.db.execute(f"PRAGMA busy_timeout = {int(timeout)}")
+
+    # ---- rebuilding (``memlane rebuild``) -------------------------------------------------------
+
+    def clear_fulltext(self) -> None:
+        """Empty both word indexes and the saved word counts (inside the caller's transaction)."""
+        self.db.execute("INSERT INTO events_fts(events_fts) VALUES ('delete-all')")
+        self.db.execute("INSERT INTO events_cjk(events_cjk) VALUES ('delete-all')")
+        self.db.execute("DELETE FROM term_counts")
+        _DF_CACHE.clear()
+
+    def index_events(self, events: Iterable[Event]) -> None:
+        """Index events as the insert triggers do: searchable ones only, CJK ones in the trigram index too."""
+        for event in events:
+            if not schema.indexed(event.type, event.content):
+                continue
+            self.db.execute("INSERT INTO events_fts(rowid, content) VALUES (?, ?)", (event.seq, event.content))
+            if keys.has_cjk(event.content):
+                self.db.execute("INSERT INTO events_cjk(rowid, content) VALUES (?, ?)", (event.seq, event.content))
 
     def index_stats(self) -> tuple[int, float]:
         """(rows in the word index, their average length in tokens): BM25's N and avgdl, exactly and in O(1).

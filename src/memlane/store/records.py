@@ -24,7 +24,14 @@ EVENT_TYPES = (
     "session_end",
     "session_summary",
     "compaction",
+    "task_update",
 )
+
+# Events that belong to no agent session: a task changed by hand (`memlane tasks update`, MCP `mem-tasks`). They
+# carry ``TASKS_SESSION`` as their session id and leave the sessions table alone (no row, no counters), so they
+# never show up as a session in `memlane sessions`, the session-start recap or the context pack.
+SESSIONLESS_TYPES = ("task_update",)
+TASKS_SESSION = "memlane:tasks"
 
 EVENT_COLUMNS = "seq, id, citation, type, session_id, project_id, ts, content, canonical_key, metadata"
 

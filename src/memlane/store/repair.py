@@ -32,6 +32,7 @@ from memlane.store import backup, keys, pagewalk, schema
 from memlane.store.db import EVENT_TYPES, REPAIR_SUFFIX, Store, is_damage
 from memlane.store.forget import Forgotten
 from memlane.store.health import probe
+from memlane.store.records import SESSIONLESS_TYPES
 
 # Tables copied from the salvage, in order (events first: outbox rows reference them). Not the import
 # ledger: it would tell `memlane import` that history files whose events sat on lost pages are done,
@@ -361,7 +362,8 @@ def _recount_sessions(db: sqlite3.Connection) -> None:
     """Session rows agree with the events that survived (and exist for every session that has some)."""
     db.execute(
         "INSERT OR IGNORE INTO sessions (id, project_id, started_at, last_activity, event_count, prompt_count)"
-        " SELECT session_id, MIN(project_id), MIN(ts), MAX(ts), 0, 0 FROM events GROUP BY session_id"
+        " SELECT session_id, MIN(project_id), MIN(ts), MAX(ts), 0, 0 FROM events"
+        f" WHERE type NOT IN ({', '.join(repr(t) for t in SESSIONLESS_TYPES)}) GROUP BY session_id"
     )
     db.execute(
         "UPDATE sessions SET event_count = (SELECT COUNT(*) FROM events e WHERE e.session_id = sessions.id),"

@@ -273,6 +273,151 @@ _M9_BOOKKEEPING = "({r}type IN ('session_start', 'session_end') OR " + _M9_PRECO
 _BOOKKEEPING = _M9_BOOKKEEPING  # what schema 9 installed; changing it is a new migration with its own literal
 
 
+def _m10_knowledge(db: sqlite3.Connection) -> None:
+    """The knowledge model (issue 32): entries, entities and their aliases, edges, task history and memory
+    resolutions, all derived from ``events`` by projectors (``memlane.knowledge``) and rebuilt by
+    ``memlane rebuild``; ``projection_offsets`` says how far each projector has read. Rows that come from one
+    event go with it (``ON DELETE CASCADE``): a session summary replaced by a newer one takes its derived rows
+    along without the hook doing anything. A store from before this migration gets empty tables, and the
+    daemon's projection job fills them in the background."""
+    _script(
+        db,
+        """
+        CREATE TABLE projection_offsets (
+            name       TEXT PRIMARY KEY,
+            last_seq   INTEGER NOT NULL DEFAULT 0,
+            version    INTEGER NOT NULL DEFAULT 0,
+            updated_at TEXT NOT NULL
+        ) WITHOUT ROWID;
+
+        -- Records taken from one event: a file change, a snapshot of a file, a decision, a commit, a task note.
+        -- stage: raw|working|candidate|verified|certified; status: active|contested|deprecated|superseded.
+        CREATE TABLE entries (
+            id               TEXT PRIMARY KEY,
+            entry_type       TEXT NOT NULL,
+            title            TEXT NOT NULL,
+            body             TEXT NOT NULL DEFAULT '{}',
+            canonical_key    TEXT,
+            stage            TEXT NOT NULL DEFAULT 'raw',
+            status           TEXT NOT NULL DEFAULT 'active',
+            superseded_by    TEXT,
+            evidence         TEXT NOT NULL DEFAULT '[]',
+            evidence_aligned INTEGER NOT NULL DEFAULT 0,
+            event_id         TEXT NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+            session_id       TEXT NOT NULL,
+            ts               TEXT NOT NULL
+        );
+        CREATE INDEX entries_event ON entries(event_id);
+        CREATE INDEX entries_key ON entries(canonical_key, ts);
+        CREATE INDEX entries_type ON entries(entry_type, ts);
+
+        -- Things whose state changes over time (task, condition, artifact) and things memories name (file,
+        -- lib, code): one row per (type, canonical key); state is the folded current state (JSON).
+        CREATE TABLE entities (
+            id             TEXT PRIMARY KEY,
+            entity_type    TEXT NOT NULL,
+            canonical_key  TEXT NOT NULL,
+            title          TEXT NOT NULL,
+            title_norm     TEXT NOT NULL,
+            stage          TEXT NOT NULL DEFAULT 'raw',
+            status         TEXT NOT NULL DEFAULT 'active',
+            state          TEXT NOT NULL DEFAULT '{}',
+            first_event_id TEXT,
+            last_event_id  TEXT,
+            created_ts     TEXT NOT NULL,
+            updated_ts     TEXT NOT NULL,
+            UNIQUE (entity_type, canonical_key)
+        );
+        CREATE INDEX entities_type_status ON entities(entity_type, status, updated_ts);
+
+        CREATE TABLE entity_aliases (
+            entity_type   TEXT NOT NULL,
+            canonical_key TEXT NOT NULL,
+            entity_id     TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            is_primary    INTEGER NOT NULL DEFAULT 0,
+            PRIMARY KEY (entity_type, canonical_key)
+        ) WITHOUT ROWID;
+        CREATE INDEX entity_aliases_entity ON entity_aliases(entity_id);
+
+        CREATE TABLE edges (
+            id       INTEGER PRIMARY KEY,
+            src_type TEXT NOT NULL,
+            src_id   TEXT NOT NULL,
+            rel_type TEXT NOT NULL,
+            dst_type TEXT NOT NULL,
+            dst_id   TEXT NOT NULL,
+            meta     TEXT NOT NULL DEFAULT '{}',
+            event_id TEXT REFERENCES events(id) ON DELETE CASCADE,
+            ts       TEXT NOT NULL,
+            UNIQUE (src_type, src_id, rel_type, dst_type, dst_id)
+        );
+        CREATE INDEX edges_src ON edges(src_id, rel_type);
+        CREATE INDEX edges_dst ON edges(dst_id, rel_type);
+        CREATE INDEX edges_rel ON edges(rel_type);
+        CREATE INDEX edges_event ON edges(event_id);
+
+        -- A task's history as the fold saw it: created, status, priority, blockers, rejected, unblocked.
+        CREATE TABLE task_history (
+            task_id     TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            seq         INTEGER NOT NULL,
+            idx         INTEGER NOT NULL,
+            event_id    TEXT NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+            ts          TEXT NOT NULL,
+            kind        TEXT NOT NULL,
+            from_status TEXT,
+            to_status   TEXT,
+            detail      TEXT NOT NULL DEFAULT '{}',
+            PRIMARY KEY (task_id, seq, idx)
+        ) WITHOUT ROWID;
+        CREATE INDEX task_history_event ON task_history(event_id);
+
+        -- Memory resolutions: old_id was replaced by new_id (a later edit of the same file region, a revert,
+        -- a decision that removed what it introduced, ...). direct = 0: it came with its exchange (old_exchange),
+        -- because it says what was replaced; partial = 1: only some of what it says was replaced.
+        CREATE TABLE resolutions (
+            old_id       TEXT NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+            new_id       TEXT NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+            rule         TEXT NOT NULL,
+            direct       INTEGER NOT NULL,
+            partial      INTEGER NOT NULL DEFAULT 0,
+            old_exchange TEXT NOT NULL,
+            entry_id     TEXT,
+            detail       TEXT NOT NULL DEFAULT '{}',
+            ts           TEXT NOT NULL,
+            PRIMARY KEY (old_id, new_id, rule)
+        ) WITHOUT ROWID;
+        CREATE INDEX resolutions_new ON resolutions(new_id, rule);
+        CREATE INDEX resolutions_exchange ON resolutions(old_exchange);
+
+        -- The effective view, kept by the projector: each wholly replaced memory, the replacement it points to
+        -- (the latest of its resolutions; a package command only if nothing else) and what replaces it now
+        -- (that one's own current, chains followed). One indexed read answers "replaced? by what now?".
+        CREATE TABLE memory_current (
+            event_id   TEXT PRIMARY KEY REFERENCES events(id) ON DELETE CASCADE,
+            hop_id     TEXT NOT NULL,
+            current_id TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX memory_current_hop ON memory_current(hop_id);
+
+        -- A task's blockers with conditions followed to what they resolved to (entity-edge-model §5.2).
+        CREATE VIEW v_task_blockers_effective AS
+        SELECT b.src_id AS task_id, b.dst_id AS blocker_id, b.dst_type AS blocker_type,
+               COALESCE(r.dst_id, b.dst_id) AS effective_blocker_id,
+               COALESCE(r.dst_type, b.dst_type) AS effective_blocker_type,
+               b.meta AS meta
+        FROM edges b
+        LEFT JOIN edges r ON r.src_type = 'entity' AND r.src_id = b.dst_id AND r.rel_type = 'resolves_to'
+        WHERE b.src_type = 'entity' AND b.rel_type = 'blocked_by';
+
+        -- Every event with what it is now: itself, or what replaces it (chains followed: 10 -> 25 -> 40 gives 40).
+        CREATE VIEW v_memory_effective AS
+        SELECT e.id AS event_id, COALESCE(m.current_id, e.id) AS current_id,
+               CASE WHEN m.event_id IS NULL THEN 'current' ELSE 'superseded' END AS status
+        FROM events e LEFT JOIN memory_current m ON m.event_id = e.id;
+        """,
+    )
+
+
 def _m20_injections(db: sqlite3.Connection) -> None:
     """What each prompt was told (``store/injections.py``): not derived from events, so kept by rebuild."""
     _script(
@@ -318,7 +463,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (7, "term_counts", _m7_term_counts),
     (8, "fts_without_boundaries", _m8_fts_without_boundaries),
     (9, "bookkeeping_out_of_search", _m9_bookkeeping_out_of_search),
-    # Numbers 10-19 and 30-89 are taken by work on other branches; 20-29 by injection.
+    (10, "knowledge", _m10_knowledge),
     (20, "injections", _m20_injections),
     (70, "team_sync", _m70_team_sync),
 ]

@@ -21,6 +21,7 @@ ICONS = {
     "session_end": "■",
     "session_summary": "📝",
     "compaction": "🗜",
+    "task_update": "✅",
 }
 LABELS = {
     "user_prompt": "User prompt",
@@ -30,6 +31,7 @@ LABELS = {
     "session_end": "Session end",
     "session_summary": "Session summary",
     "compaction": "Compaction",
+    "task_update": "Task update",
 }
 REGION_ICONS = {"heading": "📌", "direct-ref": "🔗", "indirect-ref": "💡", "code-block": "💻", "text": "📝"}
 PRIVATE_HTML = '<span class="private-marker" title="private section, not stored">🔒 private content (not stored)</span>'

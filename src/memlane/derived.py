@@ -1,0 +1,78 @@
+"""Every owner of state derived from the event log, in one list: what ``memlane rebuild`` recreates and what the
+daemon's projection job keeps up to date (DESIGN.md §2: "every derived table can be rebuilt from events").
+
+To add derived state (the learning loop's levels and insights, endless mode's working set and consolidations):
+write a ``knowledge.projection.Projector`` (a name, a version, ``drop`` and ``project``), add it to
+``projectors()`` below, and give its tables a migration in your range. The daemon then projects it in the
+background, ``memlane rebuild`` recreates it, and a forget or a redaction empties it for a fresh projection.
+
+Vectors are derived too, but recreating them means embedding every event again: ``memlane vectors rebuild``
+queues that for the daemon's worker.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memlane.knowledge import projection
+from memlane.knowledge.projection import Progress, Projector
+from memlane.store.db import Event, Store
+
+
+class FullText(Projector):
+    """The word and trigram indexes and the saved word counts (kept in step by the insert triggers)."""
+
+    name = "fulltext"
+    follows_log = False
+
+    def drop(self, store: Store) -> None:
+        store.clear_fulltext()
+
+    def project(self, store: Store, events: Sequence[Event]) -> None:
+        store.index_events(events)
+
+
+class Sessions(Projector):
+    """The sessions table: times, counters, end reason and latest summary (kept in step by ``append``)."""
+
+    name = "sessions"
+    follows_log = False
+
+    def drop(self, store: Store) -> None:
+        store.clear_sessions()
+
+    def project(self, store: Store, events: Sequence[Event]) -> None:
+        store.replay_sessions(events)
+
+
+def projectors() -> list[Projector]:
+    """Every derived-state owner, in the order ``rebuild`` runs them."""
+    from memlane.knowledge.projector import KnowledgeProjector
+
+    return [FullText(), Sessions(), KnowledgeProjector()]
+
+
+def names() -> list[str]:
+    return [p.name for p in projectors()]
+
+
+def catch_up(store: Store, *, max_events: int | None = None, budget_s: float | None = None) -> Progress:
+    """Project what the log-following owners have not read yet (the daemon's job, and CLI reads)."""
+    if store.ephemeral or not hasattr(store, "projection_offset"):
+        return Progress()  # an empty stand-in, or a team server's store: derived tables live in the local one
+    return projection.catch_up(store, projectors(), max_events=max_events, budget_s=budget_s)
+
+
+def rebuild(store: Store, only: Sequence[str] = ()) -> dict[str, int]:
+    """Recreate derived tables from the events (all, or the owners named in ``only``); events read per owner."""
+    chosen = [p for p in projectors() if not only or p.name in only]
+    return projection.rebuild(store, chosen)
+
+
+def reset(store: Store) -> None:
+    """After a purge (forget, redact): empty what was derived from the purged text; it is projected again."""
+    projection.reset(store, projectors())
+
+
+def lag(store: Store) -> dict[str, int]:
+    return projection.lag(store, projectors())
