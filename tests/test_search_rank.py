@@ -44,11 +44,18 @@ def test_the_rank_column_falls_while_p_need_not(proj: Path) -> None:
     assert [float(line.split("\t")[1]) for line in table[1:]] == [round(r, 2) for r in ranks]
 
 
-def test_the_match_column_is_the_tier_injection_would_give(proj: Path) -> None:
-    """high: injected in full; suggested: offered as an index line; none: left out (docs/retrieval.md, two tiers)."""
+def test_the_match_column_falls_with_the_rank_and_json_also_gives_the_tier(proj: Path) -> None:
+    """``match`` is the tier rule read from the rank shown beside it, so no "high" sits under a "suggested";
+    ``tier`` is what a prompt would do with the memory (from P, which keeps the whole support of its exchange)."""
     _store(proj)
     rows = json.loads(CliRunner().invoke(cli, ["-C", str(proj), "search", QUERY, "--text-only", "--json"]).stdout)
     cfg = config.RetrievalConfig()
-    assert {r["confidence"] for r in rows} <= {"high", "suggested", "none"}
+    order = {"high": 2, "suggested": 1, "none": 0}
+    shown = [order[r["confidence"]] for r in rows]
+    assert shown == sorted(shown, reverse=True) and shown[0] == 2
+    with Memory.open(proj) as mem:  # the tier is what the search's hits carry, read from P and its lift
+        hits = {h.event.cite: h for h in mem.search(QUERY, semantic=False)}
     for r in rows:
-        assert r["confidence"] == scoring.tier(r["score"], r["lift"], cfg)
+        hit = hits[r["citation"]]
+        assert r["tier"] == hit.confidence == scoring.tier(hit.score, hit.sources["lift"], cfg)
+    assert any(r["tier"] != r["confidence"] for r in rows)  # the two differ where support lifted P

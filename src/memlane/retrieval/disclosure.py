@@ -60,8 +60,8 @@ def index_row(hit: Hit) -> dict[str, Any]:
         "session_id": e.session_id,
         "rank": round(sigmoid(rank), 3) if rank is not None else round(hit.score, 3),
         "score": round(hit.score, 3),
-        "confidence": hit.confidence,
-        "lift": round(hit.sources.get("lift", 0.0), 3),  # above the query's background: what the tier reads
+        "confidence": hit.shown or hit.confidence,
+        "tier": hit.confidence,  # what a prompt would do with it: high = in full, suggested = an index line
         "summary": one_line(e.content),
     }
 

@@ -215,7 +215,9 @@ class Engine:
         for row in answer["results"]:
             event = memory.store.get(str(row.get("id", "")))
             if event is not None:  # forgotten since the daemon read it
-                hits.append(Hit(event, float(row["score"]), dict(row.get("sources") or {}), str(row["confidence"])))
+                hit = Hit(event, float(row["score"]), dict(row.get("sources") or {}), str(row["confidence"]))
+                hit.shown = row.get("shown") or None
+                hits.append(hit)
         return hits
 
     def _daemon_coming(self) -> bool:

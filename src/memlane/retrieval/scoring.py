@@ -161,7 +161,8 @@ def no_evidence(cfg: RetrievalConfig, vectors: bool) -> float:
 
 
 def background(scores: list[float], floor: float) -> float:
-    """The P of a query's on-topic non-answers: the median P of its candidates ranked 11th–30th.
+    """The level of a query's on-topic non-answers: the median of its candidates ranked 11th–30th (P, or the
+    order's log-odds for the label search shows).
 
     A query's candidates are the best 50 of each index; past the first ten they are memories that share
     its words or subject without answering it, so their level says how much evidence "on topic" earns in
