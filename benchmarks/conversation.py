@@ -191,9 +191,11 @@ def _hook_engine(cfg: Any, embed: bool, now: dict[str, Any]) -> Any:
     return HookEngine(cfg, vectors=embed)
 
 
-def today(engine: Any, memory: Any, query: str) -> list[Any]:
-    """Today's selection: the daemon's ``/api/inject`` path (``Engine.relevant`` → ``select_for_injection``)."""
-    return list(engine.relevant(memory, query, []))
+def today(engine: Any, memory: Any, query: str) -> dict[str, list[Any]]:
+    """Today's selection: the daemon's ``/api/inject`` path (``Engine.relevant`` → ``select.choose``), as tiers:
+    ``injected`` (both), ``full`` and ``index``."""
+    chosen = engine.relevant(memory, query, [])
+    return {"injected": chosen.hits, "full": chosen.full, "index": chosen.index}
 
 
 def _hit(h: Any, turn_of: dict[str, str]) -> dict[str, Any]:
