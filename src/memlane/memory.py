@@ -316,20 +316,26 @@ class Memory:
         return out
 
     def injections(self, limit: int = 20, session: str | None = None) -> list[tuple[Event, dict[str, Any]]]:
-        """The latest prompts with what was injected for each (``metadata["injection"]``: mode, full, index,
-        left_out); a prompt without that record comes with an empty dict ("nothing recorded")."""
+        """The latest prompts, newest first, each with what it was told (``store/injections.py``): ``mode``
+        (hybrid or text), ``full`` and ``index`` (the two tiers: id, cite, score, confidence, lift; ``item``
+        groups the full tier by exchange), ``left_out`` (with a ``reason``) and ``ts``. A prompt memlane did
+        not answer (injection off, too short, a hook that failed) comes with an empty dict."""
         check_limit(limit)
         prompts = self.store.history(session=session or None, types=["user_prompt"], limit=limit)
-        out = []
-        for event in prompts:
-            record = event.metadata.get("injection")
-            out.append((event, record if isinstance(record, dict) else {}))
-        return out
+        records = self.store.injection_records([e.id for e in prompts])
+        return [(e, records.get(e.id, {})) for e in prompts]
 
-    def injected_into(self, ref: str, limit: int = 20) -> list[Event]:
-        """Prompts whose recorded injection included this memory, newest first."""
+    def injection_of(self, ref: str) -> dict[str, Any] | None:
+        """What one prompt was told (None if nothing was recorded for it)."""
+        return self.store.injection_records([self.get(ref).id]).get(self.get(ref).id)
+
+    def injected_into(self, ref: str, limit: int = 20) -> list[tuple[Event, dict[str, Any]]]:
+        """Prompts that were shown this memory (in either tier), newest first, with their records."""
         check_limit(limit)
-        return self.store.prompts_injecting(self.get(ref).cite, limit)
+        ids = self.store.prompts_shown(self.get(ref).id, limit)
+        records = self.store.injection_records(ids)
+        events = {e.id: e for e in self.store.by_ids(ids)}
+        return [(events[i], records[i]) for i in ids if i in events and i in records]
 
     def count_matches(self, query: str) -> int:
         """Events holding every word of ``query`` (up to ``store.browse.COUNT_CAP`` + 1): a search's total."""

@@ -8,6 +8,7 @@
 - ``forget.py``      forget, redact in place, tombstones
 - ``outbox.py``      the embedding jobs the vectors worker claims and completes
 - ``imports.py``     the import ledger and the events an import made
+- ``injections.py``  what each prompt was told (the injection log)
 - ``sync_state.py``  team sync's local state, outgoing events, teammates' events pulled in (``memlane.sync``)
 - ``browse.py``      pages by cursor, counts, rows after a seq, per-day and health figures (the dashboard)
 - ``knowledge.py``   the knowledge tables (entries, entities, edges, task history, resolutions) and
@@ -38,6 +39,7 @@ from memlane.store.fulltext import (
     query_stopwords,
 )
 from memlane.store.imports import ImportsStore
+from memlane.store.injections import InjectionsStore
 from memlane.store.knowledge import KnowledgeStore
 from memlane.store.outbox import OutboxStore
 from memlane.store.records import EVENT_TYPES, AppendResult, Event, NewEvent
@@ -62,7 +64,9 @@ __all__ = [
 ]
 
 
-class Store(FullTextStore, SyncStore, OutboxStore, ImportsStore, BrowseStore, KnowledgeStore, EndlessStore):
+class Store(
+    FullTextStore, SyncStore, OutboxStore, ImportsStore, InjectionsStore, BrowseStore, KnowledgeStore, EndlessStore
+):
     """One project's memory database."""
 
     @classmethod

@@ -418,6 +418,23 @@ def _m10_knowledge(db: sqlite3.Connection) -> None:
     )
 
 
+def _m20_injections(db: sqlite3.Connection) -> None:
+    """What each prompt was told (``store/injections.py``): not derived from events, so kept by rebuild."""
+    _script(
+        db,
+        """
+        CREATE TABLE injections (
+            prompt_id  TEXT PRIMARY KEY REFERENCES events(id) ON DELETE CASCADE,
+            session_id TEXT NOT NULL,
+            ts         TEXT NOT NULL,
+            record     TEXT NOT NULL
+        );
+        CREATE INDEX injections_ts ON injections(ts);
+        CREATE INDEX injections_session ON injections(session_id, ts);
+        """,
+    )
+
+
 def _m70_team_sync(db: sqlite3.Connection) -> None:
     """Team sync's local state (issue 37): where a shared project goes and how far push and pull got, which
     events came from teammates (never pushed back), and the ids ``forget`` removed while the project is shared
@@ -547,6 +564,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (8, "fts_without_boundaries", _m8_fts_without_boundaries),
     (9, "bookkeeping_out_of_search", _m9_bookkeeping_out_of_search),
     (10, "knowledge", _m10_knowledge),
+    (20, "injections", _m20_injections),
     (70, "team_sync", _m70_team_sync),
     (90, "endless", _m90_endless),
 ]

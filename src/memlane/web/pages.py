@@ -144,14 +144,14 @@ def routes(site: Site) -> list[Route]:
 
         def build(mem: Memory) -> dict[str, Any]:
             ev = mem.get(ref)
-            record = ev.metadata.get("injection") if ev.type == "user_prompt" else None
+            record = mem.injection_of(ev.id) if ev.type == "user_prompt" else None
             return {
                 "event": ev,
                 "neighbours": mem.timeline(ev.id, 3, 3),
                 "injection": record if isinstance(record, dict) else None,
-                "injected_into": mem.injected_into(ev.id, 10),
+                "injected_into": [p for p, _ in mem.injected_into(ev.id, 10)],
                 "privacy": ev.metadata.get("privacy") or {},
-                "metadata": {k: v for k, v in ev.metadata.items() if k not in ("injection", "privacy")},
+                "metadata": {k: v for k, v in ev.metadata.items() if k != "privacy"},
             }
 
         return await site.page(request, "event.html", build)
