@@ -353,6 +353,26 @@ class TeamConfig(Section):
     )
 
 
+class EndlessConfig(Section):
+    mode: Literal["session", "endless"] = _f(
+        "session",
+        "What SessionStart gives Claude: session (the last session's summary and recent prompts) or endless (the "
+        "working set and long-running topics, docs/endless.md). The default for projects without their own "
+        "setting (`memlane endless enable|disable`).",
+        choices=("session", "endless"),
+    )
+    window_hours: float = _f(
+        24.0, "The working set's window: what was active in the last N hours of the project's activity."
+    )
+    max_items: int = _f(16, "Most items (files, decisions, tasks, errors, prompts) in the working set.")
+    consolidate_interval_min: int = _f(60, "The daemon consolidates what changed at least this often (minutes).")
+    consolidate_after_events: int = _f(100, "… or as soon as this many events arrived since the last consolidation.")
+    consolidate_idle_min: int = _f(
+        20, "… or once the project has been idle this long (minutes; under daemon.idle_timeout_s, when it leaves)."
+    )
+    topics_injected: int = _f(4, "Consolidated memories (long-running topics) added at SessionStart in endless mode.")
+
+
 class Config:
     """All settings; ``cfg.<section>.<key>``."""
 
@@ -373,6 +393,7 @@ class Config:
     context: ContextConfig
     database: DatabaseConfig
     team: TeamConfig
+    endless: EndlessConfig
 
     def __init__(self) -> None:
         for name, cls in SECTIONS.items():
@@ -403,6 +424,7 @@ SECTIONS: dict[str, type[Section]] = {
     "context": ContextConfig,
     "database": DatabaseConfig,
     "team": TeamConfig,
+    "endless": EndlessConfig,
 }
 
 

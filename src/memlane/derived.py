@@ -5,6 +5,9 @@ To add derived state (the learning loop's levels and insights, endless mode's wo
 write a ``knowledge.projection.Projector`` (a name, a version, ``drop`` and ``project``), add it to
 ``projectors()`` below, and give its tables a migration in your range. The daemon then projects it in the
 background, ``memlane rebuild`` recreates it, and a forget or a redaction empties it for a fresh projection.
+A projector may also have ``finish(store, cfg)``: what ``rebuild`` runs once the log is read to its end, for
+state computed from the projected tables as a whole (endless mode's consolidation, continuity scores and
+working set, which the daemon's ``EndlessJob`` keeps up to date when due).
 
 Vectors are derived too, but recreating them means embedding every event again: ``memlane vectors rebuild``
 queues that for the daemon's worker.
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from memlane.config import Config
 from memlane.knowledge import projection
 from memlane.knowledge.projection import Progress, Projector
 from memlane.store.db import Event, Store
@@ -47,9 +51,10 @@ class Sessions(Projector):
 
 def projectors() -> list[Projector]:
     """Every derived-state owner, in the order ``rebuild`` runs them."""
+    from memlane.endless.projector import EndlessProjector
     from memlane.knowledge.projector import KnowledgeProjector
 
-    return [FullText(), Sessions(), KnowledgeProjector()]
+    return [FullText(), Sessions(), KnowledgeProjector(), EndlessProjector()]
 
 
 def names() -> list[str]:
@@ -63,10 +68,16 @@ def catch_up(store: Store, *, max_events: int | None = None, budget_s: float | N
     return projection.catch_up(store, projectors(), max_events=max_events, budget_s=budget_s)
 
 
-def rebuild(store: Store, only: Sequence[str] = ()) -> dict[str, int]:
-    """Recreate derived tables from the events (all, or the owners named in ``only``); events read per owner."""
+def rebuild(store: Store, only: Sequence[str] = (), cfg: Config | None = None) -> dict[str, int]:
+    """Recreate derived tables from the events (all, or the owners named in ``only``); events read per owner.
+    Owners with a ``finish`` then complete what is computed from their tables as a whole."""
     chosen = [p for p in projectors() if not only or p.name in only]
-    return projection.rebuild(store, chosen)
+    counts = projection.rebuild(store, chosen)
+    for owner in chosen:
+        finish = getattr(owner, "finish", None)
+        if callable(finish):
+            finish(store, cfg)
+    return counts
 
 
 def reset(store: Store) -> None:

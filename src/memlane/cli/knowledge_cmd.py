@@ -208,20 +208,25 @@ def update_cmd(
 
 @click.command()
 @click.option(
-    "--only", "only", multiple=True, help="Only this derived state (repeatable): fulltext, sessions, knowledge."
+    "--only",
+    "only",
+    multiple=True,
+    help="Only this derived state (repeatable): fulltext, sessions, knowledge, endless.",
 )
 @json_option
 @pass_ctx
 def rebuild(obj: Ctx, only: tuple[str, ...], as_json: bool) -> None:
-    """Recreate every derived table (full-text indexes, sessions, the knowledge model) from the event log.
+    """Recreate every derived table (full-text indexes, sessions, the knowledge model, endless mode's working set,
+    consolidated memories and continuity scores) from the event log.
 
     Vectors are derived too, but recreating them embeds every event again: `memlane vectors rebuild`.
     """
     with obj.memory(create=False) as mem:
         counts = mem.rebuild(list(only))
         stats = mem.store.knowledge_counts() if not only or "knowledge" in only else None
+        endless = mem.store.endless_counts() if not only or "endless" in only else None
     if as_json:
-        render.emit_json({"rebuilt": counts, "knowledge": stats})
+        render.emit_json({"rebuilt": counts, "knowledge": stats, "endless": endless})
         return
     for name, count in counts.items():
         render.console.print(f"rebuilt {name} from {count} event(s)")
@@ -230,4 +235,10 @@ def rebuild(obj: Ctx, only: tuple[str, ...], as_json: bool) -> None:
             f"knowledge: {sum(stats['entries'].values())} entries, {sum(stats['entities'].values())} entities, "
             f"{stats['edges']} edges, {stats['superseded']} {'memory' if stats['superseded'] == 1 else 'memories'}"
             " superseded" + (f" ({stats['partly_superseded']} more in part)" if stats["partly_superseded"] else "")
+        )
+    if endless is not None:
+        render.console.print(
+            f"endless: a working set of {endless['working_set']} item(s), {endless['consolidated']} consolidated"
+            f" memor{'y' if endless['consolidated'] == 1 else 'ies'},"
+            f" the continuity of {endless['sessions']} session(s)"
         )

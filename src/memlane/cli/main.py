@@ -23,6 +23,7 @@ from memlane.cli import (
     context_cmd,
     daemon_cmd,
     dashboard_cmd,
+    endless_cmd,
     importer,
     knowledge_cmd,
     mcp_cmd,
@@ -380,6 +381,11 @@ def stats(obj: Ctx, as_json: bool) -> None:
         ("forgotten", f"{data['tombstones']} forget operation(s)"),
         ("store", f"{render.human_bytes(data['db_bytes'])}  {data['db_path']}"),
     ]
+    endless = data.get("endless")
+    if endless:
+        rows.append(("mode", endless["mode"]))
+        rows.append(("continuity", endless_cmd.continuity_text(endless["continuity"])))
+        rows.extend(("", reason) for reason in (endless["continuity"] or {}).get("detail", {}).get("reasons", []))
     render.kv_table(rows)
 
 
@@ -560,6 +566,7 @@ for _command in (
     privacy_cmd.privacy_group,
     knowledge_cmd.tasks_group,
     knowledge_cmd.rebuild,
+    endless_cmd.endless_group,
     team_cmd.team_group,
     team_cmd.migrate,
 ):

@@ -13,6 +13,8 @@
 - ``browse.py``      pages by cursor, counts, rows after a seq, per-day and health figures (the dashboard)
 - ``knowledge.py``   the knowledge tables (entries, entities, edges, task history, resolutions) and
                      projection offsets; ``replacements`` is the prompt path's read of them
+- ``endless.py``     endless mode's tables (marks, sessions' continuity, the working set, consolidated memories)
+                     and the project's mode
 - ``records.py``     ``NewEvent``, ``Event``, ``AppendResult`` (no SQL)
 
 Writes happen in ``BEGIN IMMEDIATE`` transactions so concurrent hook processes serialise on
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 from memlane.store.browse import BrowseStore
 from memlane.store.connection import REPAIR_SUFFIX, StoreDamaged, damage_message, is_damage
+from memlane.store.endless import EndlessStore
 from memlane.store.fulltext import (
     _MAX_QUERY_CHUNKS,
     POSTINGS_BUDGET,
@@ -61,7 +64,9 @@ __all__ = [
 ]
 
 
-class Store(FullTextStore, SyncStore, OutboxStore, ImportsStore, InjectionsStore, BrowseStore, KnowledgeStore):
+class Store(
+    FullTextStore, SyncStore, OutboxStore, ImportsStore, InjectionsStore, BrowseStore, KnowledgeStore, EndlessStore
+):
     """One project's memory database."""
 
     @classmethod

@@ -128,6 +128,7 @@ def routes(site: Site) -> list[Route]:
                 earlier = False
             return {
                 "session": info,
+                "continuity": next(iter(mem.continuity(1, sid)), None),
                 "events": events,
                 "next": nxt,
                 "page_url": "/events/page",
@@ -229,6 +230,8 @@ def routes(site: Site) -> list[Route]:
                 "type_max": max([*data["by_type"].values(), 1]),
                 "knowledge": knowledge() if callable(knowledge) else None,
                 "daemon_worker": dict(site.daemon.worker_state),
+                "mode": mem.endless_mode()[0],
+                "continuity": mem.continuity(10),
             }
 
         return await site.page(request, "stats.html", build)
