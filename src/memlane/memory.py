@@ -373,6 +373,24 @@ class Memory:
 
         return service.supersession(self.store, self.get(ref).id)
 
+    def knowledge_stats(self) -> dict[str, dict[str, int]]:
+        """What the knowledge model holds, for the stats page: tasks by status, entries and entities by type,
+        edges and replaced memories. Empty sections are left out; a store with no knowledge gives {}."""
+        if self.store.ephemeral:
+            return {}
+        counts = self.store.knowledge_counts()
+        stats = {
+            "tasks": self.store.task_counts(),
+            "entries": counts["entries"],
+            "entities": counts["entities"],
+            "supersession": {
+                "edges": counts["edges"],
+                "memories replaced": counts["superseded"],
+                "replaced in part": counts["partly_superseded"],
+            },
+        }
+        return {section: values for section, values in stats.items() if any(values.values())}
+
     def tasks(self, statuses: Sequence[str] | None = None, limit: int = 100) -> list[dict[str, Any]]:
         """Tasks, open ones first (in progress, blocked, pending), then done and cancelled."""
         from memlane.knowledge import tasks

@@ -10,7 +10,6 @@ import pytest
 from web_support import Site, site  # noqa: F401
 
 from memlane import config
-from memlane.memory import Memory
 
 PAGES = [
     "/",
@@ -245,11 +244,16 @@ def test_workflow_board(site: Site) -> None:
     assert "write the pool test" in html and "pending" in html
 
 
-def test_knowledge_section_shows_when_the_library_has_it(site: Site, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert "Knowledge" not in site.client.get("/stats").text
-    monkeypatch.setattr(Memory, "knowledge_stats", lambda self: {"levels": {"L0": 5, "L1": 1}}, raising=False)
+def test_knowledge_section_counts_tasks_and_replaced_memories(site: Site) -> None:
+    with site.memory() as mem:
+        mem.add_task("ship the pool fix", status="in_progress")
+        mem.add_task("write the load test")
     html = site.client.get("/stats").text
-    assert "<h2>Knowledge</h2>" in html and "L0" in html
+    assert "<h2>Knowledge</h2>" in html
+    section = html[html.index("<h2>Knowledge</h2>") :]
+    assert "in_progress" in section and "pending" in section and "task" in section
+    data = site.client.get("/api/stats").json()["knowledge"]
+    assert data["tasks"] == {"in_progress": 1, "pending": 1}
 
 
 def test_project_switcher_remembers_the_choice(site: Site) -> None:

@@ -422,6 +422,14 @@ class KnowledgeStore(EventStore):
             ),
         )
 
+    def task_counts(self) -> dict[str, int]:
+        """Tasks by status (the status lives in the folded state)."""
+        rows = self.db.execute(
+            "SELECT COALESCE(json_extract(state, '$.status'), 'pending'), COUNT(*) FROM entities"
+            " WHERE entity_type = 'task' GROUP BY 1 ORDER BY 1"
+        )
+        return {str(k): int(n) for k, n in rows}
+
     def task_history(self, task_id: str) -> list[dict[str, Any]]:
         cols = "seq, idx, event_id, ts, kind, from_status, to_status, detail"
         rows = self.db.execute(f"SELECT {cols} FROM task_history WHERE task_id = ? ORDER BY seq, idx", (task_id,))

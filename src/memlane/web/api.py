@@ -201,7 +201,6 @@ def routes(site: Site) -> list[Route]:
             h = mem.health()
             ob = h["outbox_health"]
             inj = h["injection"]
-            knowledge = getattr(mem, "knowledge_stats", None)
             return {
                 "storage": {
                     "eventCount": h["events"],
@@ -224,7 +223,7 @@ def routes(site: Site) -> list[Route]:
                 "tombstones": h["tombstones"],
                 "firstActivity": h["first_activity"],
                 "lastActivity": h["last_activity"],
-                **({"knowledge": knowledge()} if callable(knowledge) else {}),
+                "knowledge": mem.knowledge_stats(),
             }
 
         return await site.json(request, call)

@@ -221,14 +221,13 @@ def routes(site: Site) -> list[Route]:
             days = int_param(request, "days", 30, 1, 366)
             data = mem.health()
             daily = mem.daily(days)
-            knowledge = getattr(mem, "knowledge_stats", None)
             return {
                 "s": data,
                 "daily": daily,
                 "days": days,
                 "day_max": max([d["eventCount"] for d in daily] + [1]),
                 "type_max": max([*data["by_type"].values(), 1]),
-                "knowledge": knowledge() if callable(knowledge) else None,
+                "knowledge": mem.knowledge_stats(),
                 "daemon_worker": dict(site.daemon.worker_state),
                 "mode": mem.endless_mode()[0],
                 "continuity": mem.continuity(10),
