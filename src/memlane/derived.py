@@ -47,9 +47,10 @@ class Sessions(Projector):
 
 def projectors() -> list[Projector]:
     """Every derived-state owner, in the order ``rebuild`` runs them."""
+    from memlane.knowledge.learning import LearningProjector
     from memlane.knowledge.projector import KnowledgeProjector
 
-    return [FullText(), Sessions(), KnowledgeProjector()]
+    return [FullText(), Sessions(), KnowledgeProjector(), LearningProjector()]
 
 
 def names() -> list[str]:
@@ -61,6 +62,18 @@ def catch_up(store: Store, *, max_events: int | None = None, budget_s: float | N
     if store.ephemeral or not hasattr(store, "projection_offset"):
         return Progress()  # an empty stand-in, or a team server's store: derived tables live in the local one
     return projection.catch_up(store, projectors(), max_events=max_events, budget_s=budget_s)
+
+
+def settle(store: Store, *, limit: int | None = None) -> int:
+    """Fold in what owners derive from logs other than the events (the learning loop's injection records, fetches
+    and LLM answers) and judge what changed; once the log is projected (levels read replacements). How much
+    was done; ``limit`` bounds the batches (the daemon's slice)."""
+    if store.ephemeral or not hasattr(store, "projection_offset") or any(lag(store).values()):
+        return 0
+    done = 0
+    for projector in projectors():
+        done += projector.settle(store, limit)
+    return done
 
 
 def rebuild(store: Store, only: Sequence[str] = ()) -> dict[str, int]:

@@ -342,7 +342,10 @@ class Memory:
         read calls it so its answer is current). A ``knowledge.projection.Progress``."""
         from memlane import derived
 
-        return derived.catch_up(self.store, budget_s=budget_s)
+        progress = derived.catch_up(self.store, budget_s=budget_s)
+        if progress.done:
+            derived.settle(self.store)  # usage, levels, insights from what is not in the log (the graduation job's)
+        return progress
 
     def rebuild(self, only: Sequence[str] = ()) -> dict[str, int]:
         """Recreate derived tables from the event log (all, or the owners named); events read per owner."""

@@ -5,7 +5,8 @@ Two kinds:
 - **per project, every round** (``ProjectJob``): a bounded slice of work for one project (``step(mem) -> int``,
   how much it did), run for every known project after that project's embedding step. ``ProjectionJob`` keeps
   the derived tables (``memlane/derived.py``: the knowledge model, and what other features register there) up
-  to date with the event log. The loop sleeps 50 ms after a round with work and 2 s after an idle one, and the
+  to date with the event log; ``GraduationJob`` then settles the learning loop (usage from the injection
+  records and fetches, the LLM extractor's answers, levels promoted and demoted). The loop sleeps 50 ms after a round with work and 2 s after an idle one, and the
   daemon does not go idle while a round finds work.
 - **upkeep, when due** (``Job``: a ``name``, an ``interval_s`` and ``run(cfg) -> str | None``, a line for the log
   when it did something): ``PruneStores`` keeps every project's store within ``storage.max_size_mb``
@@ -82,10 +83,27 @@ class ProjectionJob(ProjectJob):
         return done
 
 
+class GraduationJob(ProjectJob):
+    """The learning loop's settle (``knowledge/learning.py``): folds in each prompt's injection record, the
+    fetches and the LLM extractor's answers, and promotes or demotes every memory and insight whose uses,
+    sources, replacement or age changed (``knowledge/graduation.py``). Runs once the log is projected."""
+
+    name = "graduation"
+    BATCHES = 4  # transactions per project per round (each folds up to 500 records or judges up to 2,000 rows)
+
+    def step(self, mem: Memory) -> int:
+        from memlane import derived
+
+        if mem.store.ephemeral:
+            return 0
+        self.quiet()
+        return derived.settle(mem.store, limit=self.BATCHES)
+
+
 def default_jobs(cfg: config.Config, gate: Gate | None = None, stop: threading.Event | None = None) -> list[ProjectJob]:
     """The per-project jobs the daemon runs, in order, for each project after its embedding step."""
     del cfg  # jobs read their settings from the project's config when they need any
-    return [ProjectionJob(gate, stop)]
+    return [ProjectionJob(gate, stop), GraduationJob(gate, stop)]
 
 
 # ---- upkeep, when due --------------------------------------------------------------------------------------------

@@ -12,6 +12,8 @@
 - ``browse.py``      pages by cursor, counts, rows after a seq, per-day and health figures (the dashboard)
 - ``knowledge.py``   the knowledge tables (entries, entities, edges, task history, resolutions) and
                      projection offsets; ``replacements`` is the prompt path's read of them
+- ``learning.py``    the learning loop: fetches, memory usage, levels, insights, LLM answers (``learned`` is
+                     the prompt path's read of them)
 - ``records.py``     ``NewEvent``, ``Event``, ``AppendResult`` (no SQL)
 
 Writes happen in ``BEGIN IMMEDIATE`` transactions so concurrent hook processes serialise on
@@ -36,6 +38,7 @@ from memlane.store.fulltext import (
 )
 from memlane.store.imports import ImportsStore
 from memlane.store.knowledge import KnowledgeStore
+from memlane.store.learning import LearningStore
 from memlane.store.outbox import OutboxStore
 from memlane.store.records import EVENT_TYPES, AppendResult, Event, NewEvent
 from memlane.store.sync_state import SyncStore
@@ -59,7 +62,7 @@ __all__ = [
 ]
 
 
-class Store(FullTextStore, SyncStore, OutboxStore, ImportsStore, BrowseStore, KnowledgeStore):
+class Store(FullTextStore, SyncStore, OutboxStore, ImportsStore, BrowseStore, KnowledgeStore, LearningStore):
     """One project's memory database."""
 
     @classmethod

@@ -116,3 +116,15 @@ def parse_citation(ref: str) -> str | None:
     """``mem:abc123``, ``[mem:abc123]`` → ``abc123``; anything else → None."""
     match = _CITATION.match(ref.strip().lower())
     return match.group(1) if match and ("mem:" in ref.lower() or len(ref.strip()) == 6) else None
+
+
+_CITED = re.compile(r"\bmem:([0-9a-z]{6})(?![0-9a-z])", re.IGNORECASE)
+MAX_CITED = 50  # an answer citing more than this is listing, not citing
+
+
+def citations_in(text: str) -> list[str]:
+    """The citations a text names (``[mem:abc123]``, ``mem:abc123``), without ``mem:``, in order, each once."""
+    if "mem:" not in text and "MEM:" not in text.upper():
+        return []
+    found = dict.fromkeys(m.group(1).lower() for m in _CITED.finditer(text))
+    return list(found)[:MAX_CITED]
