@@ -25,6 +25,7 @@ from memlane.cli import (
     dashboard_cmd,
     importer,
     knowledge_cmd,
+    learning_cmd,
     mcp_cmd,
     plugin_cmd,
     privacy_cmd,
@@ -161,11 +162,16 @@ def show(obj: Ctx, ref: str, as_json: bool) -> None:
             return
         event = mem.find(ref)  # with retrieval.cross_project on, another project's citation opens too
         info: dict[str, Any] = {}
+        usage: dict[str, Any] = {}
         if event.project_id == mem.project.id:  # what replaced it (the knowledge model), brought up to date
+            mem.fetched([event.id], "cli")  # opened in full: a use (the learning loop)
             knowledge_cmd.catch_up(mem, quiet=True)
             info = mem.supersession(event.id)
+            usage = mem.usage(event.id)
         if as_json:
-            render.emit_json({**event.as_dict(), **({"supersession": info} if info else {})})
+            render.emit_json(
+                {**event.as_dict(), **({"supersession": info} if info else {}), **({"usage": usage} if usage else {})}
+            )
             return
         render.kv_table(
             [
@@ -176,6 +182,7 @@ def show(obj: Ctx, ref: str, as_json: bool) -> None:
                 ("session", event.session_id),
                 ("project", event.project_id),
                 *render.supersession_rows(info),
+                *(learning_cmd.usage_rows(event.cite, usage) if usage else []),
                 *((key, value) for key, value in sorted(event.metadata.items()) if value not in (None, "", {})),
             ]
         )
@@ -245,6 +252,7 @@ def search(
     With --tool, --file or --failed the QUERY may be left out: tool calls are then listed newest first.
     """
     from memlane.memory import check_tool_filters
+    from memlane.knowledge.learning import mark_learned
     from memlane.retrieval.disclosure import disclose, mark_superseded
     from memlane.retrieval.engine import Engine
 
@@ -269,6 +277,7 @@ def search(
         )
         shown = disclose(hits, disclosure, budget, mem.neighbours, mem.config.retrieval)
         mark_superseded(mem.store, shown.rows)  # what replaced a result (the knowledge model), said in its row
+        mark_learned(mem.store, shown.rows)  # its level, and the insight it is evidence of (the learning loop)
         others = {h.event.project_id for h in hits} - {mem.project.id}
         where = mem.project.name + (f" and {len(others)} other project(s)" if others else "")
         if engine.model_error:  # never silently text-only
@@ -359,9 +368,12 @@ def stats(obj: Ctx, as_json: bool) -> None:
         if mem is None:
             return
         data = mem.stats()
+        knowledge_cmd.catch_up(mem, quiet=True)
+        data["learning"] = mem.learning_stats()
     if as_json:
         render.emit_json(data)
         return
+    learned = data["learning"]
     p = data["privacy"]
     rows: list[tuple[str, Any]] = [
         ("project", f"{data['project_id']}  ({data['project_root']})"),
@@ -378,6 +390,13 @@ def stats(obj: Ctx, as_json: bool) -> None:
         ),
         ("outbox", ", ".join(f"{k} {v}" for k, v in data["outbox"].items()) or "empty"),
         ("forgotten", f"{data['tombstones']} forget operation(s)"),
+        ("levels", ", ".join(f"{k} {v}" for k, v in learned["levels"].items())),
+        ("uses", ", ".join(f"{k} {v}" for k, v in learned["uses"].items())),
+        (
+            "insights",
+            (", ".join(f"{k} {v}" for k, v in sorted(learned["insights"].items())) or "none")
+            + ("; " + ", ".join(f"{k} {v}" for k, v in learned["insight_levels"].items() if v) if learned["insights"] else ""),
+        ),
         ("store", f"{render.human_bytes(data['db_bytes'])}  {data['db_path']}"),
     ]
     render.kv_table(rows)
@@ -560,6 +579,8 @@ for _command in (
     privacy_cmd.privacy_group,
     knowledge_cmd.tasks_group,
     knowledge_cmd.rebuild,
+    learning_cmd.citations_group,
+    learning_cmd.insights_group,
     team_cmd.team_group,
     team_cmd.migrate,
 ):

@@ -14,7 +14,8 @@ Two kinds:
   (vector-outbox-v2 §9.3); ``BackupStores`` backs up each store that has new events, at most every
   ``store.backup_interval_min`` (``store.backup``: SQLite's online backup, 0600, rotated), what ``doctor
   --repair`` restores lost events from. ``Upkeep`` decides which are due; the loop asks it once a round, the
-  first time a minute after start (the model warms and the backlog gets embedded first).
+  first time a minute after start (the model warms and the backlog gets embedded first). ``ExtractInsights``
+  runs the optional LLM insight extractor (off unless configured) within its daily budget.
 
 Every job waits, before each slice, while a request is in flight (``Gate``), as the embedding does: a hook's
 search is never queued behind it. None of them runs on a hook's path. ``/api/health`` reports each one.
@@ -189,7 +190,31 @@ class BackupStores(Job):
         return "; ".join(parts) or None
 
 
-JOBS: list[type[Job]] = [PruneStores, CleanOutbox, BackupStores]
+class ExtractInsights(Job):
+    """The optional LLM insight extractor (``knowledge/llm.py``; off unless ``llm.provider`` and ``llm.model`` are
+    set): a few calls per project on sessions that ended or went quiet, within the daily budget; when the budget
+    is reached it stops and says so in the log (and ``/api/health``)."""
+
+    name = "llm-insights"
+    interval_s = 300.0
+    CALLS = 2  # per project per run: a call takes seconds, and the loop also embeds
+
+    def run(self, cfg: config.Config) -> str | None:
+        from memlane.knowledge import llm
+
+        if not llm.configured(cfg) or not cfg.features.insight_extraction:
+            return None
+        done = []
+        for mem in _memories(cfg):
+            report = llm.run(mem.store, mem.config, max_calls=self.CALLS)
+            if report.calls or report.stopped:
+                done.append(f"{mem.project.id}: {report.line()}")
+            if "budget" in report.stopped:
+                break
+        return "; ".join(done) or None
+
+
+JOBS: list[type[Job]] = [PruneStores, CleanOutbox, BackupStores, ExtractInsights]
 
 
 class Upkeep:

@@ -51,10 +51,14 @@ class LearningProjector(Projector):
             if not indexed(event.type, event.content):
                 continue
             if event.type in ("agent_response", "user_prompt") and track:
-                for cite in cited(event):
+                names = cited(event)
+                # One use per memory per exchange: an answer and the turn's earlier text (or an imported
+                # session's interim answers) citing the same memory cite it once.
+                turn = store.exchange_of(event) if names else event.id
+                for cite in names:
                     found = store.event_by_citation_before(cite, event.seq)
                     if found is not None:
-                        uses.append((found[0], "cited", event.id, event.session_id, event.ts, 1.0))
+                        uses.append((found[0], "cited", turn, event.session_id, event.ts, 1.0))
             if not extract:
                 continue
             if event.type in ("agent_response", "user_prompt"):
@@ -371,3 +375,19 @@ def mark_all(store: Store, ids: Iterable[str]) -> None:
     """Judge these memories again at the next settle (a test's or a repair's)."""
     with store.write():
         store.mark_dirty("event", ids)
+
+
+# ---- what readers show ---------------------------------------------------------------------------------------
+
+
+def mark_learned(store: Store, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each search row gets its level (``level``: "L0"…"L4") and, when it is a source of one, its best insight
+    (``insight``: id, type, level, content, verified)."""
+    found = store.learned([r["id"] for r in rows]) if rows and hasattr(store, "learned") else {}
+    for row in rows:
+        info = found.get(row["id"], {})
+        row["level"] = graduation.LEVELS[int(info.get("level", 0))]
+        if "insight" in info:
+            insight = info["insight"]
+            row["insight"] = {**insight, "level": graduation.LEVELS[int(insight["level"])]}
+    return rows

@@ -169,6 +169,40 @@ class LearningStore(EventStore):
         rows = self.db.execute("SELECT session_id, MAX(last_seq) FROM llm_extractions GROUP BY session_id")
         return {str(s): int(n) for s, n in rows}
 
+    def extraction_candidates(self, quiet_before: str | None, limit: int = 50) -> list[dict[str, Any]]:
+        """Sessions with conversation the LLM extractor has not read, latest first: those that ended, or (with
+        ``quiet_before``) that have been quiet since then; each with the last ``seq`` already read."""
+        done = self.extracted_through()
+        rows = self.db.execute(
+            "SELECT id, last_activity, ended_at FROM sessions WHERE ended_at IS NOT NULL OR last_activity < ?"
+            " ORDER BY last_activity DESC, id LIMIT ?",
+            (quiet_before or "\uffff", limit * 4),
+        ).fetchall()
+        out = []
+        for sid, last, ended in rows:
+            after = done.get(sid, 0)
+            newer = self.db.execute(
+                "SELECT 1 FROM events WHERE session_id = ? AND seq > ? AND type IN ('user_prompt', 'agent_response')"
+                " LIMIT 1",
+                (sid, after),
+            ).fetchone()
+            if newer:
+                out.append({"session_id": sid, "last_activity": last, "ended_at": ended, "after_seq": after})
+                if len(out) >= limit:
+                    break
+        return out
+
+    def session_conversation(self, session_id: str, after_seq: int, limit: int = 2000) -> list[Any]:
+        """A session's prompts, answers and tool calls after ``after_seq``, in order."""
+        from memlane.store.records import EVENT_COLUMNS, event_from_row
+
+        rows = self.db.execute(
+            f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ? AND seq > ?"
+            " AND type IN ('user_prompt', 'agent_response', 'tool_observation') ORDER BY seq LIMIT ?",
+            (session_id, after_seq, limit),
+        ).fetchall()
+        return [event_from_row(r) for r in rows]
+
     def extraction_totals(self, since: str | None = None) -> dict[str, Any]:
         row = self.db.execute(
             "SELECT COUNT(*), COALESCE(SUM(input_tokens), 0), COALESCE(SUM(output_tokens), 0),"
