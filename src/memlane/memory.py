@@ -558,6 +558,7 @@ class Memory:
             by_type[str(kind)] = int(n)
         return {
             "levels": events,
+            "used": used,
             "insight_levels": {graduation.LEVELS[n]: counts["insights"].get(n, 0) for n in range(1, 5)},
             "insights": by_type,
             "uses": self.store.usage_totals(),

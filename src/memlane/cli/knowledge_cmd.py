@@ -208,20 +208,22 @@ def update_cmd(
 
 @click.command()
 @click.option(
-    "--only", "only", multiple=True, help="Only this derived state (repeatable): fulltext, sessions, knowledge."
+    "--only", "only", multiple=True, help="Only this derived state (repeatable): fulltext, sessions, knowledge, learning."
 )
 @json_option
 @pass_ctx
 def rebuild(obj: Ctx, only: tuple[str, ...], as_json: bool) -> None:
-    """Recreate every derived table (full-text indexes, sessions, the knowledge model) from the event log.
+    """Recreate every derived table (full-text indexes, sessions, the knowledge model, the learning loop's usage,
+    levels and insights) from the event log (and the logs of what was injected, fetched and extracted).
 
     Vectors are derived too, but recreating them embeds every event again: `memlane vectors rebuild`.
     """
     with obj.memory(create=False) as mem:
         counts = mem.rebuild(list(only))
         stats = mem.store.knowledge_counts() if not only or "knowledge" in only else None
+        learned = mem.learning_stats() if not only or "learning" in only else None
     if as_json:
-        render.emit_json({"rebuilt": counts, "knowledge": stats})
+        render.emit_json({"rebuilt": counts, "knowledge": stats, "learning": learned})
         return
     for name, count in counts.items():
         render.console.print(f"rebuilt {name} from {count} event(s)")
@@ -230,4 +232,10 @@ def rebuild(obj: Ctx, only: tuple[str, ...], as_json: bool) -> None:
             f"knowledge: {sum(stats['entries'].values())} entries, {sum(stats['entities'].values())} entities, "
             f"{stats['edges']} edges, {stats['superseded']} {'memory' if stats['superseded'] == 1 else 'memories'}"
             " superseded" + (f" ({stats['partly_superseded']} more in part)" if stats["partly_superseded"] else "")
+        )
+    if learned is not None:
+        used = sum(learned["levels"].values()) - learned["levels"]["L0"]
+        render.console.print(
+            f"learning: {learned['used']} memories used ({used} at L1 or above), "
+            f"{sum(learned['insights'].values())} insights"
         )
