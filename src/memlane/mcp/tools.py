@@ -392,6 +392,11 @@ class MemoryTools:
         if level not in LEVELS[1:]:
             raise ToolInputError(f"level must be one of {', '.join(LEVELS[1:])}, got {level!r}")
         with self.open(project) as mem:
+            if not mem.store.ephemeral:
+                try:  # bring the learning tables up to date, as mem-tasks does (the daemon does it anyway)
+                    mem.catch_up(budget_s=5.0)
+                except sqlite3.OperationalError:
+                    pass  # locked: what is derived so far
             rows = mem.insights(types=list(types or ()), min_level=LEVELS.index(level), limit=limit, query=query,
                                 engine=self.engine)  # fmt: skip
             where = self._where(mem)
