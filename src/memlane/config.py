@@ -508,6 +508,8 @@ def _apply(cfg: Config, data: dict[str, Any], source: str) -> None:
             checked = _check_value(f"{source}: {section}.{key}", value, hints[key])
             if section == "privacy" and key == "extra_patterns":
                 _check_patterns(f"{source}: {section}.{key}", checked)
+            if section == "citations" and key == "id_length" and checked not in (6, 7, 8):
+                raise ConfigError(f"{source}: citations.id_length: must be 6, 7 or 8, got {checked}")
             if section == "database" and key == "url" and source != "environment":
                 _check_database_url(f"{source}: {section}.{key}", checked)
             setattr(target, key, checked)

@@ -89,6 +89,7 @@ def store_events(
     recovered = recovered or []
     try:
         store = Store(proj.db_file, proj.id, cfg.store.hook_busy_timeout_ms)
+        store.citation_length = cfg.citations.id_length
         if recovered:
             recovered = _not_yet_stored(store, recovered)
         if recovered:

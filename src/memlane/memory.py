@@ -71,7 +71,9 @@ class Memory:
     def existing(cls, proj: project.Project, cfg: config.Config | None = None) -> Memory:
         """A project already found (and registered): opens its store, registers nothing."""
         cfg = cfg or config.load()
-        return cls(proj, cfg, Store(proj.db_path, proj.id, cfg.store.busy_timeout_ms))
+        store = Store(proj.db_path, proj.id, cfg.store.busy_timeout_ms)
+        store.citation_length = cfg.citations.id_length
+        return cls(proj, cfg, store)
 
     @classmethod
     def on_server(

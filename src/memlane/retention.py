@@ -34,7 +34,7 @@ TARGET_SHARE = 0.9  # a prune brings the store down to this share of the cap, so
 MAX_ROUNDS = 20
 ROUND_MIN, ROUND_MAX = 20, 5000  # events per round
 MAX_FILE_BYTES = 2_000_000  # a file larger than this is not read for citations
-_CITATION = re.compile(r"mem:([0-9a-z]{6})(?![0-9a-z])")
+_CITATION = re.compile(r"mem:([0-9a-z]{6,8})(?![0-9a-z])")
 
 Protector = Callable[[Memory], set[str]]
 def learned_knowledge(mem: Memory) -> set[str]:

@@ -359,3 +359,23 @@ def test_settle_judges_only_what_changed(store: Store, log: Log) -> None:
     cite_from(log, memory, "s2")
     settle(store)
     assert learning.settle(store, config.load()) == 0, "nothing new: nothing judged"
+
+
+def test_citations_id_length_applies_to_new_memories(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from memlane.memory import Memory
+
+    root = tmp_path / "shop"
+    (root / ".git").mkdir(parents=True)
+    with Memory.open(root) as mem:
+        old = Log(mem.store).answer("six characters")
+    monkeypatch.setenv("MEMLANE_CITATIONS_ID_LENGTH", "8")
+    with Memory.open(root) as mem:
+        new = Log(mem.store).answer("eight characters")
+        assert (len(old.citation), len(new.citation)) == (6, 8)
+        assert mem.get(new.cite).id == new.id and mem.get(old.cite).id == old.id
+        Log(mem.store).answer(f"see [mem:{new.citation}] and [mem:{old.citation}]", session="s2")
+        mem.catch_up()
+        assert mem.usage(new.id)["counts"]["cited"] == 1 and mem.usage(old.id)["counts"]["cited"] == 1
+    monkeypatch.setenv("MEMLANE_CITATIONS_ID_LENGTH", "9")
+    with pytest.raises(config.ConfigError, match="citations.id_length: must be 6, 7 or 8, got 9"):
+        config.load()
