@@ -377,7 +377,9 @@ class LlmConfig(Section):
         " http://127.0.0.1:11434).",
     )
     api_key_env: str = _f("", "Environment variable holding the API key (never the key itself).")
-    daily_token_budget: int = _f(200_000, "Tokens (in + out) the extractor may use per day, all projects together; 0 = no cap.")
+    daily_token_budget: int = _f(
+        200_000, "Tokens (in + out) the extractor may use per day, all projects together; 0 = no cap."
+    )
     daily_cost_usd: float = _f(1.0, "Dollars it may spend per day, priced with the two settings below; 0 = no cap.")
     input_usd_per_mtok: float = _f(0.0, "Price of a million input tokens (for the cost budget).")
     output_usd_per_mtok: float = _f(0.0, "Price of a million output tokens.")

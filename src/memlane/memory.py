@@ -463,7 +463,9 @@ class Memory:
             "insights": self.store.list_insights(ids=insight_ids, limit=limit),
         }
 
-    def popular(self, limit: int = 10, kinds: Sequence[str] = ("cited",), session: str | None = None) -> list[dict[str, Any]]:
+    def popular(
+        self, limit: int = 10, kinds: Sequence[str] = ("cited",), session: str | None = None
+    ) -> list[dict[str, Any]]:
         """Memories by how often they were used in these ways (citations-system §8.2), each with its event."""
         from memlane.store.learning import USAGE_KINDS
 

@@ -54,7 +54,9 @@ def test_claude_cites_and_fetches_memories(claude_bin: Path, tmp_path: Path) -> 
         out = session.memlane("citations", "show", f"mem:{cite}", "--json")
         return json.loads(out.stdout) if out.returncode == 0 and out.stdout.strip() else {}
 
-    assert wait_for(lambda: usage(a).get("counts", {}).get("cited") == 1 and usage(b).get("counts", {}).get("cited") == 1)
+    assert wait_for(
+        lambda: usage(a).get("counts", {}).get("cited") == 1 and usage(b).get("counts", {}).get("cited") == 1
+    )
     assert [s["session_id"] for s in usage(a)["cited_in"]] == [cc_session]
     b_usage = usage(b)
     assert b_usage["counts"]["fetched"] >= 1

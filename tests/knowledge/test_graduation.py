@@ -86,7 +86,9 @@ def test_replacement_demotes() -> None:
     top = {"access": 10, "cross_session": 3}
     assert level(**top, confidence=graduation.confidence_of(1.0, 0)) == 4
     assert level(**top, confidence=graduation.confidence_of(1.0, 1), replaced=1) == 2  # partly: capped at 0.8
-    wholly = judge(Counters(**top, confidence=graduation.confidence_of(1.0, 2), replaced=2, last_used=days_before(1)), NOW)
+    wholly = judge(
+        Counters(**top, confidence=graduation.confidence_of(1.0, 2), replaced=2, last_used=days_before(1)), NOW
+    )
     assert wholly.level == 0 and wholly.reason == "wholly replaced"
 
 

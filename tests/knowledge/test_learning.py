@@ -92,7 +92,9 @@ def test_the_turns_earlier_text_and_its_answer_cite_a_memory_once(store: Store, 
     assert uses(store, b) == [("cited", "s2")]
 
 
-def test_citations_are_not_counted_when_tracking_is_off(store: Store, log: Log, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_citations_are_not_counted_when_tracking_is_off(
+    store: Store, log: Log, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("MEMLANE_CITATIONS_TRACK_USAGE", "false")
     memory = log.answer("The pool limit is 20.")
     log.answer(f"[mem:{memory.citation}]", session="s2")
@@ -377,5 +379,5 @@ def test_citations_id_length_applies_to_new_memories(tmp_path: Path, monkeypatch
         mem.catch_up()
         assert mem.usage(new.id)["counts"]["cited"] == 1 and mem.usage(old.id)["counts"]["cited"] == 1
     monkeypatch.setenv("MEMLANE_CITATIONS_ID_LENGTH", "9")
-    with pytest.raises(config.ConfigError, match="citations.id_length: must be 6, 7 or 8, got 9"):
+    with pytest.raises(config.ConfigError, match=r"citations\.id_length: must be 6, 7 or 8, got 9"):
         config.load()

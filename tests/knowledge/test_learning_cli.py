@@ -116,13 +116,15 @@ def test_stats_and_search_show_levels(proj: Path, used: dict[str, Event]) -> Non
     assert "levels\tL0 " in out and "L3 1" in out
     assert "uses\tinjected 0, listed 0, fetched 0, cited 6" in out
     assert "insights\tdecision 1; L3 1" in out
-    code, out, _ = run(proj, "stats", "--json")
+    _, out, _ = run(proj, "stats", "--json")
     assert json.loads(out)["learning"]["levels"]["L3"] == 1
-    code, out, _ = run(proj, "search", "--text-only", "RQ", "Celery", "task", "queue")
+    _, out, _ = run(proj, "search", "--text-only", "RQ", "Celery", "task", "queue")
     assert out.splitlines()[0] == "citation\trank\tmatch\tlevel\ttime\ttype\tsummary"
     row = next(line for line in out.splitlines() if line.startswith(used["decision"].cite))
-    assert "\tL3\t" in row and row.endswith("[verified decision L3: Decision: we use RQ instead of Celery for the task queue.]")
-    code, out, _ = run(proj, "search", "--text-only", "RQ", "Celery", "--json")
+    assert "\tL3\t" in row and row.endswith(
+        "[verified decision L3: Decision: we use RQ instead of Celery for the task queue.]"
+    )
+    _, out, _ = run(proj, "search", "--text-only", "RQ", "Celery", "--json")
     found = next(r for r in json.loads(out) if r["citation"] == used["decision"].cite)
     assert found["level"] == "L3" and found["insight"]["verified"] is True
 
@@ -157,7 +159,7 @@ def test_mcp_details_counts_a_fetch_and_tools_show_levels(
     assert not details[0] and "level L3; evidence of a verified decision (L3): Decision: we use RQ" in details[1]
     with Memory.open(proj, create=False) as mem:
         mem.catch_up()
-        assert [s["session_id"] for s in mem.usage(used["decision"].id)["used_in"]][0] == "cc-7"
+        assert mem.usage(used["decision"].id)["used_in"][0]["session_id"] == "cc-7"
         assert mem.usage(used["decision"].id)["counts"]["fetched"] == 1
     line = next(x for x in search[1].splitlines() if x.startswith(f"- [{used['decision'].cite}]"))
     assert line.endswith("[L3; verified decision L3: Decision: we use RQ instead of Celery for the task queue.]")

@@ -46,7 +46,9 @@ def use_some(mem: Memory, rng: random.Random, day: int) -> None:
     picked = rng.sample(pool[:12], 6)  # a few memories used again and again: they climb
     session = f"later-{day}"
     ts = f"2027-0{1 + day // 3}-1{day % 3}T10:00:00.000Z"
-    prompt = NewEvent("user_prompt", session, f"how did we handle {picked[0].content[:40]!r}?", f"{session}:p", {}, ts=ts)
+    prompt = NewEvent(
+        "user_prompt", session, f"how did we handle {picked[0].content[:40]!r}?", f"{session}:p", {}, ts=ts
+    )
     store.append([prompt])
     (p,) = store.history(session=session, types=["user_prompt"], limit=1)
     record = {"full": [{"id": e.id, "cite": e.cite, "score": round(rng.random(), 3)} for e in picked[:3]],
@@ -82,11 +84,14 @@ def test_rebuild_reproduces_levels_and_insights_exactly(tmp_path: Path) -> None:
         quote = next(e for e in events if len(e.content) > 30)
         row = {"session_id": quote.session_id, "input_hash": "replay-1", "last_seq": quote.seq, "provider": "openai",
                "model": "stub", "input_tokens": 10, "output_tokens": 5, "cost_usd": 0.0,
-               "response": {"insights": [{"type": "convention", "quotes": [{"message": 0, "text": quote.content[:30]}]}]}}  # fmt: skip
+               "response": {"insights": [{"type": "convention",
+                                          "quotes": [{"message": 0, "text": quote.content[:30]}]}]}}  # fmt: skip
         mem.store.add_extraction(row, [quote.id])
         catch_up_unevenly(mem.store, rng)
         # much later, a session that uses nothing: what was not used since steps down
-        mem.store.append([NewEvent("user_prompt", "much-later", "something else", "ml", {}, ts="2027-06-15T00:00:00.000Z")])
+        mem.store.append(
+            [NewEvent("user_prompt", "much-later", "something else", "ml", {}, ts="2027-06-15T00:00:00.000Z")]
+        )
         catch_up_unevenly(mem.store, rng)
         while derived.settle(mem.store):
             pass

@@ -33,7 +33,7 @@ class Stub:
             def log_message(self, *args: Any) -> None:
                 pass
 
-            def do_POST(self) -> None:  # noqa: N802 - http.server's name
+            def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
                 stub.requests.append((self.path, body))
                 tokens_in, tokens_out = stub.usage
@@ -130,7 +130,7 @@ def test_quotes_are_aligned_and_nothing_else_the_model_says_is_kept(
     report = llm.run(mem.store, cfg, idle=False)
     assert (report.calls, report.insights, report.input_tokens, report.output_tokens) == (1, 3, 1000, 50)
     assert report.cost_usd == pytest.approx(1000 * 1.0 / 1e6 + 50 * 4.0 / 1e6)
-    (path, body), = stub.requests
+    ((path, body),) = stub.requests
     assert path == "/v1/chat/completions" and body["model"] == "stub-model"
     assert "[1] agent: We went with RQ" in body["messages"][1]["content"]
     (kept,) = mem.store.db.execute("SELECT response, input_tokens, output_tokens, cost_usd FROM llm_extractions")
@@ -158,12 +158,16 @@ def test_anthropic_and_ollama_shapes(
     session(mem)
     monkeypatch.setenv("TEST_LLM_KEY", "sk-test-123")
     cfg = configure(monkeypatch, stub, provider, api_key_env="TEST_LLM_KEY")
-    stub.answer = json.dumps({"insights": [{"type": "decision", "quotes": [{"message": 1, "text": "We went with RQ"}]}]})
+    stub.answer = json.dumps(
+        {"insights": [{"type": "decision", "quotes": [{"message": 1, "text": "We went with RQ"}]}]}
+    )
     report = llm.run(mem.store, cfg, idle=False)
     assert report.calls == 1 and report.insights == 1
     assert stub.requests[0][0] == path
     mem.catch_up()
-    assert [i["content"] for i in mem.store.list_insights(types=["decision"]) if "llm" in i["origin"]] == ["We went with RQ"]
+    assert [i["content"] for i in mem.store.list_insights(types=["decision"]) if "llm" in i["origin"]] == [
+        "We went with RQ"
+    ]
 
 
 def test_the_daily_token_budget_stops_it_and_says_so(mem: Memory, stub: Stub, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -189,7 +193,10 @@ def test_the_daily_token_budget_stops_it_and_says_so(mem: Memory, stub: Stub, mo
         "nothing new to read; stopped: the daily token budget (3,800) is reached: 2,100 used today "
         "(llm.daily_token_budget)"
     )
-    assert llm.budget_line(cfg) == "LLM extractor (openai stub-model): today 1 call(s), 2,100 of 3,800 tokens, $0.0024 of $1.00"
+    assert (
+        llm.budget_line(cfg)
+        == "LLM extractor (openai stub-model): today 1 call(s), 2,100 of 3,800 tokens, $0.0024 of $1.00"
+    )
 
 
 def test_the_daily_cost_budget_stops_it_too(mem: Memory, stub: Stub, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -210,7 +217,9 @@ def test_a_quiet_session_waits_until_it_has_been_idle(mem: Memory, stub: Stub, m
     assert llm.run(mem.store, cfg, idle=False).calls == 1
 
 
-def test_an_unreachable_endpoint_stops_with_its_reason(mem: Memory, stub: Stub, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unreachable_endpoint_stops_with_its_reason(
+    mem: Memory, stub: Stub, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import socket
 
     session(mem)
@@ -229,7 +238,9 @@ def test_rebuild_reuses_the_answers_instead_of_asking_again(
 ) -> None:
     session(mem)
     cfg = configure(monkeypatch, stub)
-    stub.answer = json.dumps({"insights": [{"type": "decision", "quotes": [{"message": 1, "text": "We went with RQ"}]}]})
+    stub.answer = json.dumps(
+        {"insights": [{"type": "decision", "quotes": [{"message": 1, "text": "We went with RQ"}]}]}
+    )
     llm.run(mem.store, cfg, idle=False)
     mem.catch_up()
     before = mem.store.db.execute("SELECT * FROM insights ORDER BY id").fetchall()

@@ -81,4 +81,7 @@ def test_rebuild_says_what_it_recreated(proj: Path) -> None:
     code, out, _ = run(proj, "rebuild", "--only", "knowledge", "--json")
     assert json.loads(out)["rebuilt"] == {"knowledge": 1}
     code, _, err = run(proj, "rebuild", "--only", "vectors")
-    assert code == 1 and err == "Error: unknown derived state 'vectors' (one of: fulltext, sessions, knowledge, learning)\n"
+    assert (
+        code == 1
+        and err == "Error: unknown derived state 'vectors' (one of: fulltext, sessions, knowledge, learning)\n"
+    )

@@ -89,7 +89,9 @@ def test_citation_with_its_usage_level_and_citing_sessions(site: Site) -> None:
 
     ev = site.answer  # type: ignore[attr-defined]
     with site.memory() as mem:
-        mem.store.append([NewEvent("agent_response", "s-three", f"As [mem:{ev.citation}] says: max_connections.", "c1")])
+        mem.store.append(
+            [NewEvent("agent_response", "s-three", f"As [mem:{ev.citation}] says: max_connections.", "c1")]
+        )
         mem.catch_up()
     code, body = get(site, f"/api/citations/{ev.citation}")
     assert code == 200

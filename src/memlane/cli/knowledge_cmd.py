@@ -208,7 +208,10 @@ def update_cmd(
 
 @click.command()
 @click.option(
-    "--only", "only", multiple=True, help="Only this derived state (repeatable): fulltext, sessions, knowledge, learning."
+    "--only",
+    "only",
+    multiple=True,
+    help="Only this derived state (repeatable): fulltext, sessions, knowledge, learning.",
 )
 @json_option
 @pass_ctx

@@ -54,9 +54,7 @@ def popular(obj: Ctx, limit: int, kinds: tuple[str, ...], session: str | None, a
         catch_up(mem, as_json)
         rows = mem.popular(limit, chosen, session)
     if as_json:
-        render.emit_json([{**{k: v for k, v in r.items() if k != "event"}, "citation": r["event"].cite,
-                           "type": r["event"].type, "level": level_name(r["level"]),
-                           "summary": render.short(" ".join(r["event"].content.split()), 120)} for r in rows])  # fmt: skip
+        render.emit_json([popular_json(r) for r in rows])
         return
     if not rows:
         render.console.print(f"No memory was {' or '.join(chosen)} yet.")
@@ -73,6 +71,17 @@ def popular(obj: Ctx, limit: int, kinds: tuple[str, ...], session: str | None, a
         for r in rows
     ]
     render.dict_table(table, ["citation", "uses", "sessions", "level", "last used", "summary"])
+
+
+def popular_json(row: dict[str, Any]) -> dict[str, Any]:
+    event = row["event"]
+    return {
+        **{k: v for k, v in row.items() if k != "event"},
+        "citation": event.cite,
+        "type": event.type,
+        "level": level_name(row["level"]),
+        "summary": render.short(" ".join(event.content.split()), 120),
+    }
 
 
 @citations_group.command("show")
@@ -106,7 +115,8 @@ def usage_rows(cite: str, usage: dict[str, Any]) -> list[tuple[str, Any]]:
             (
                 "counters",
                 f"{level['access']} use(s) in {level['sessions']} session(s), {level['cross_session']} other than its "
-                f"own; confidence {level['confidence']:.2f}; last used {str(level['last_used'])[:16].replace('T', ' ')}",
+                f"own; confidence {level['confidence']:.2f}; last used "
+                + str(level["last_used"])[:16].replace("T", " "),
             )
         )
     cited = usage["cited_in"]
@@ -240,8 +250,11 @@ def show_insight(obj: Ctx, ref: str, as_json: bool) -> None:
             ("kind", row["insight_type"]),
             ("says", row["content"]),
             ("level", f"{graduation.label(row['level'])} — {row['reason']}"),
-            ("counters", f"{row['access']} use(s), support {row['support']}, {row['cross_session']} other session(s), "
-                         f"confidence {row['used_confidence']:.2f}"),  # fmt: skip
+            (
+                "counters",
+                f"{row['access']} use(s), support {row['support']}, {row['cross_session']} other session(s), "
+                f"confidence {row['used_confidence']:.2f}",
+            ),
             ("evidence", "aligned" if row["evidence_aligned"] else "not aligned: it cannot be verified"),
             ("origin", row["origin"]),
         ]
@@ -249,7 +262,9 @@ def show_insight(obj: Ctx, ref: str, as_json: bool) -> None:
     for source in row["sources"]:
         words = quotes.get((source["event_id"], source["role"]))
         where = f"{source['cite']} {source['role']} ({source['method']}, {source['confidence']:.2f})"
-        render.console.print(f"  {where}: {render.short(' '.join((words or '(not found)').split()), 160)}", markup=False)
+        render.console.print(
+            f"  {where}: {render.short(' '.join((words or '(not found)').split()), 160)}", markup=False
+        )
 
 
 @insights_group.command("extract")
@@ -278,9 +293,8 @@ def extract(obj: Ctx, max_calls: int, as_json: bool) -> None:
 @pass_ctx
 def llm_usage(obj: Ctx, as_json: bool) -> None:
     """What the LLM extractor used today and over the last days, against the daily budget."""
-    from memlane.knowledge import llm
-
     from memlane import config
+    from memlane.knowledge import llm
 
     del obj  # the budget is the user's, over all projects
     cfg = config.load()

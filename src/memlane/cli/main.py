@@ -251,8 +251,8 @@ def search(
 
     With --tool, --file or --failed the QUERY may be left out: tool calls are then listed newest first.
     """
-    from memlane.memory import check_tool_filters
     from memlane.knowledge.learning import mark_learned
+    from memlane.memory import check_tool_filters
     from memlane.retrieval.disclosure import disclose, mark_superseded
     from memlane.retrieval.engine import Engine
 
@@ -392,14 +392,16 @@ def stats(obj: Ctx, as_json: bool) -> None:
         ("forgotten", f"{data['tombstones']} forget operation(s)"),
         ("levels", ", ".join(f"{k} {v}" for k, v in learned["levels"].items())),
         ("uses", ", ".join(f"{k} {v}" for k, v in learned["uses"].items())),
-        (
-            "insights",
-            (", ".join(f"{k} {v}" for k, v in sorted(learned["insights"].items())) or "none")
-            + ("; " + ", ".join(f"{k} {v}" for k, v in learned["insight_levels"].items() if v) if learned["insights"] else ""),
-        ),
+        ("insights", _insights_line(learned)),
         ("store", f"{render.human_bytes(data['db_bytes'])}  {data['db_path']}"),
     ]
     render.kv_table(rows)
+
+
+def _insights_line(learned: dict[str, Any]) -> str:
+    kinds = ", ".join(f"{k} {v}" for k, v in sorted(learned["insights"].items())) or "none"
+    levels = ", ".join(f"{k} {v}" for k, v in learned["insight_levels"].items() if v)
+    return f"{kinds}; {levels}" if levels else kinds
 
 
 @cli.command()

@@ -6,8 +6,8 @@ Two kinds:
   how much it did), run for every known project after that project's embedding step. ``ProjectionJob`` keeps
   the derived tables (``memlane/derived.py``: the knowledge model, and what other features register there) up
   to date with the event log; ``GraduationJob`` then settles the learning loop (usage from the injection
-  records and fetches, the LLM extractor's answers, levels promoted and demoted). The loop sleeps 50 ms after a round with work and 2 s after an idle one, and the
-  daemon does not go idle while a round finds work.
+  records and fetches, the LLM extractor's answers, levels promoted and demoted). The loop sleeps 50 ms after
+  a round with work and 2 s after an idle one, and the daemon does not go idle while a round finds work.
 - **upkeep, when due** (``Job``: a ``name``, an ``interval_s`` and ``run(cfg) -> str | None``, a line for the log
   when it did something): ``PruneStores`` keeps every project's store within ``storage.max_size_mb``
   (``memlane.retention``); ``CleanOutbox`` removes embedding jobs done more than ``DONE_KEPT_DAYS`` ago

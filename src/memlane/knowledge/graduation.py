@@ -6,7 +6,7 @@
 | L0 | raw | stored (every event) |
 | L1 | structured | used ≥ 1 time, confidence ≥ 0.5, used within 30 days |
 | L2 | candidate | used ≥ 3 times, confidence ≥ 0.7, in ≥ 1 other session, within 60 days |
-| L3 | verified | used ≥ 5 times, confidence ≥ 0.85, in ≥ 2 other sessions, within 90 days; an insight also needs its evidence aligned |
+| L3 | verified | used ≥ 5 times, confidence ≥ 0.85, in ≥ 2 other sessions, within 90 days (an insight: aligned) |
 | L4 | active | used ≥ 10 times, confidence ≥ 0.92, in ≥ 3 other sessions, within 180 days |
 
 **Uses** (``access``) are the times a memory was injected in full for a prompt, fetched in full (MCP mem-details,

@@ -49,9 +49,11 @@ _CONVENTION = re.compile(
          |assets?|templates?|handlers?|models?|schemas?|snapshots?)\s+(?:always\s+)?(?:go|goes|live|lives|belong|belongs
          |are\s+kept|is\s+kept|should\s+go|should\s+live|must\s+go|must\s+live)\s+(?:in|under|into|next\s+to)\s+\S
     | \b(?:are|is|should\s+be|must\s+be)\s+named\s+(?:after|like|with|as|in|using|`|")
-    | \b(?:files|functions|classes|tables|columns|branches|commits|tests|variables|endpoints)\s+(?:are|should\s+be|must\s+be)
+    | \b(?:files|functions|classes|tables|columns|branches|commits|tests|variables|endpoints)
+         \s+(?:are|should\s+be|must\s+be)
          \s+(?:named|prefixed|suffixed|written\s+in|in\s+(?:snake|camel|kebab|pascal)[\s_-]?case)\b
-    | \b(?:we|this\s+(?:project|repo|codebase))\s+(?:always\s+)?(?:uses?|keeps?|follows?)\s+\S+(?:\s+\S+){0,3}\s+for\s+(?:all\s+)?\w
+    | \b(?:we|this\s+(?:project|repo|codebase))\s+(?:always\s+)?(?:uses?|keeps?|follows?)
+         \s+\S+(?:\s+\S+){0,3}\s+for\s+(?:all\s+)?\w
     """
 )
 _EXPLICIT = re.compile(r"^\s*(?:decision\s*:|we\s+decided\b|(?:the\s+)?decision\s+(?:is|was)\b|decided\s*:)", re.I)
@@ -240,7 +242,7 @@ def record(
         return (e.ts, e.seq, s["role"])
 
     stating = sorted((s for s in rows if s["role"] in ("states", "error")), key=when) or sorted(rows, key=when)
-    origins = sorted(set((existing["origin"].split("+") if existing else [])) | {origin})
+    origins = sorted(set(existing["origin"].split("+") if existing else []) | {origin})
     content = _content(kind, rows, events, when)
     all_ts = sorted(events[s["event_id"]].ts for s in rows)
     store.put_insight(

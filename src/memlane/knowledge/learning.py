@@ -109,9 +109,12 @@ def _shell(store: Store, event: Event) -> set[str]:
         signature = insights.error_signature(line)
         if not signature:
             return set()
-        store.add_learning_error({"event_id": event.id, "session_id": event.session_id, "signature": signature,
-                                  "command_key": command, "line_start": span[0], "line_end": span[1], "seq": event.seq})  # fmt: skip
-        return {_error_insight(store, signature)} - {None}  # type: ignore[operator]
+        store.add_learning_error(
+            {"event_id": event.id, "session_id": event.session_id, "signature": signature, "command_key": command,
+             "line_start": span[0], "line_end": span[1], "seq": event.seq}
+        )  # fmt: skip
+        found = _error_insight(store, signature)
+        return {found} if found else set()
     if event.metadata.get("success") is not True:
         return set()
     open_errors = store.open_learning_errors(event.session_id, command, event.seq)
@@ -232,7 +235,7 @@ def apply_extraction(store: Store, answer: dict[str, Any]) -> set[str]:
         kind = item.get("type")
         if kind not in insights.TYPES:
             continue
-        quotes = []
+        quotes: list[Quote] = []
         for quote in item.get("quotes") or []:
             event = events.get(answer["events"].get(quote.get("message")))
             text = quote.get("text")

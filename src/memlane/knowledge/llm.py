@@ -173,7 +173,8 @@ def over_budget(cfg: config.Config, input_chars: int) -> str:
         return f"the daily token budget ({cap:,}) is reached: {used:,} used today (llm.daily_token_budget)"
     money = cfg.llm.daily_cost_usd
     if money and spent["cost_usd"] + cost_of(cfg, worst_in, OUTPUT_TOKENS) > money:
-        return f"the daily cost budget (${money:.2f}) is reached: ${spent['cost_usd']:.4f} spent today (llm.daily_cost_usd)"
+        spent_usd = f"${spent['cost_usd']:.4f}"
+        return f"the daily cost budget (${money:.2f}) is reached: {spent_usd} spent today (llm.daily_cost_usd)"
     return ""
 
 

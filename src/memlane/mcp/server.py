@@ -22,8 +22,8 @@ from pydantic import Field
 
 from memlane import __version__, config
 from memlane.errors import MemlaneError
-from memlane.logs import log
 from memlane.knowledge.insights import TYPES as INSIGHT_TYPES
+from memlane.logs import log
 from memlane.mcp.tools import MAX_QUERY_CHARS, MAX_REFS, TASK_ACTIONS, MemoryTools, Reply
 from memlane.store.db import EVENT_TYPES
 
@@ -73,6 +73,7 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
 # mem-tasks can add and update tasks (each change an event; nothing is deleted).
 CHANGES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 ACTION_ENUM = {"enum": list(TASK_ACTIONS)}
+INSIGHT_ITEMS = {"items": {"type": "string", "enum": list(INSIGHT_TYPES)}}
 
 
 def _result(reply: Reply) -> CallToolResult:
@@ -285,7 +286,7 @@ def build_server(
                                            json_schema_extra={"maxLength": MAX_QUERY_CHARS})] = None,
         types: Annotated[
             list[str] | None,
-            Field(description="Only these kinds.", json_schema_extra={"items": {"type": "string", "enum": list(INSIGHT_TYPES)}}),
+            Field(description="Only these kinds.", json_schema_extra=INSIGHT_ITEMS),
         ] = None,
         level: Annotated[str, Field(description="At this level or above (L1-L4).")] = "L1",
         limit: Annotated[int, _range(1, 50, "Maximum insights (1-50).")] = 10,

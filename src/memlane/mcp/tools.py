@@ -23,10 +23,10 @@ from memlane import project as projects
 from memlane.context import pack
 from memlane.context.pack import event_line, hit_line, kind
 from memlane.errors import InputError, NotFoundError
-from memlane.memory import Memory, check_tool_filters
-from memlane.privacy import filter_text, filter_value
 from memlane.knowledge.graduation import LEVELS
 from memlane.knowledge.learning import mark_learned
+from memlane.memory import Memory, check_tool_filters
+from memlane.privacy import filter_text, filter_value
 from memlane.retrieval.disclosure import DisclosureCache, index_row, mark_superseded, one_line
 from memlane.retrieval.hybrid import Hit
 from memlane.store import keys, peek
@@ -78,7 +78,8 @@ def learned_line(known: dict[str, Any]) -> str:
     insight = known.get("insight")
     if insight:
         mark = "verified " if insight.get("verified") else ""
-        text += f"; evidence of a {mark}{insight['type']} ({LEVELS[int(insight['level'])]}): {one_line(insight['content'], 160)}"
+        kind = f"{mark}{insight['type']} ({LEVELS[int(insight['level'])]})"
+        text += f"; evidence of a {kind}: {one_line(insight['content'], 160)}"
     return text
 
 
@@ -250,7 +251,9 @@ class MemoryTools:
             rows = [{**index_row(h), **_project_of(mem, h.event)} for h in hits]
             mark_superseded(mem.store, rows)  # what replaced a result (the knowledge model), in its line
             mark_learned(mem.store, rows)  # its level and the insight it is evidence of (the learning loop)
-            lines = [hit_line(r) + learned_note(r) + self._origin(mem, h.event) for r, h in zip(rows, hits, strict=True)]
+            lines = [
+                hit_line(r) + learned_note(r) + self._origin(mem, h.event) for r, h in zip(rows, hits, strict=True)
+            ]
             where = self._where(mem)
             others = {h.event.project_id for h in hits} - {mem.project.id}
         if others:
@@ -369,7 +372,8 @@ class MemoryTools:
         if learned:
             lines.append("levels: " + ", ".join(f"{k} {v}" for k, v in learned["levels"].items())
                          + "; uses: " + ", ".join(f"{k} {v}" for k, v in learned["uses"].items()))  # fmt: skip
-            lines.append("insights: " + (", ".join(f"{k} {v}" for k, v in sorted(learned["insights"].items())) or "none"))
+            kinds = ", ".join(f"{k} {v}" for k, v in sorted(learned["insights"].items()))
+            lines.append("insights: " + (kinds or "none"))
         return self.reply(lines, data)
 
     # ---- insights (the learning loop) ------------------------------------------------------------

@@ -222,7 +222,8 @@ class LearningStore(EventStore):
 
     def set_learning_state(self, values: dict[str, Any]) -> None:
         self.db.executemany(
-            "INSERT INTO learning_state (key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+            "INSERT INTO learning_state (key, value) VALUES (?, ?)"
+            " ON CONFLICT(key) DO UPDATE SET value = excluded.value",
             [(k, str(v)) for k, v in values.items()],
         )
 
@@ -279,7 +280,9 @@ class LearningStore(EventStore):
                 out.setdefault(eid, []).append((kind, sid, ts, conf))
         return out
 
-    def citing_sessions(self, event_id: str, kinds: Sequence[str] = ("cited",), limit: int = 20) -> list[dict[str, Any]]:
+    def citing_sessions(
+        self, event_id: str, kinds: Sequence[str] = ("cited",), limit: int = 20
+    ) -> list[dict[str, Any]]:
         """Sessions that used a memory in these ways, latest use first: session, uses, first and last time."""
         rows = self.db.execute(
             f"SELECT session_id, COUNT(*), MIN(ts), MAX(ts) FROM memory_usage WHERE event_id = ? AND kind IN"
@@ -367,7 +370,10 @@ class LearningStore(EventStore):
         """How many memories (used ones; the rest are L0) and insights are at each level."""
         events = dict(self.db.execute("SELECT level, COUNT(*) FROM memory_levels GROUP BY level").fetchall())
         insights = dict(self.db.execute("SELECT level, COUNT(*) FROM insights GROUP BY level").fetchall())
-        return {"events": {int(k): int(v) for k, v in events.items()}, "insights": {int(k): int(v) for k, v in insights.items()}}
+        return {
+            "events": {int(k): int(v) for k, v in events.items()},
+            "insights": {int(k): int(v) for k, v in insights.items()},
+        }
 
     def event_ids_at_level(self, level: int) -> set[str]:
         return {r[0] for r in self.db.execute("SELECT event_id FROM memory_levels WHERE level >= ?", (level,))}
@@ -451,9 +457,7 @@ class LearningStore(EventStore):
             where.append(f"id IN ({_marks(len(ids))})")
             args.extend(ids)
         args.append(limit)
-        return self._insights(
-            f"WHERE {' AND '.join(where)} ORDER BY level DESC, last_ts DESC, id LIMIT ?", args
-        )
+        return self._insights(f"WHERE {' AND '.join(where)} ORDER BY level DESC, last_ts DESC, id LIMIT ?", args)
 
     def all_insight_ids(self) -> list[str]:
         return [r[0] for r in self.db.execute("SELECT id FROM insights ORDER BY id")]

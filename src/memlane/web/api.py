@@ -161,13 +161,20 @@ def routes(site: Site) -> list[Route]:
             at = around.index(ev)
             injected = mem.injected_into(ev.id, 50)
             usage = mem.usage(ev.id, 50)
+            cited = [
+                {"sessionId": s["session_id"], "uses": s["uses"], "firstUsed": s["first"], "lastUsed": s["last"]}
+                for s in usage["cited_in"]
+            ]
+            insights = [
+                {"id": i["id"], "type": i["insight_type"], "level": i["level"], "content": i["content"],
+                 "evidenceAligned": i["evidence_aligned"]}
+                for i in usage["insights"]
+            ]  # fmt: skip
             return {
                 "usage": {**usage["counts"], "sessions": len(usage["used_in"])},
                 "level": {k: v for k, v in usage["level"].items() if k != "event_id"},
-                "citedIn": [{"sessionId": s["session_id"], "uses": s["uses"], "firstUsed": s["first"],
-                             "lastUsed": s["last"]} for s in usage["cited_in"]],
-                "insights": [{"id": i["id"], "type": i["insight_type"], "level": i["level"], "content": i["content"],
-                              "evidenceAligned": i["evidence_aligned"]} for i in usage["insights"]],  # fmt: skip
+                "citedIn": cited,
+                "insights": insights,
                 "citation": {
                     "id": ev.citation,
                     "cite": ev.cite,
