@@ -113,6 +113,7 @@ def test_bad_input_is_one_line(proj: Path, used: dict[str, Event], args: tuple[s
 
 def test_stats_and_search_show_levels(proj: Path, used: dict[str, Event]) -> None:
     code, out, _ = run(proj, "stats")
+    assert code == 0
     assert "levels\tL0 " in out and "L3 1" in out
     assert "uses\tinjected 0, listed 0, fetched 0, cited 6" in out
     assert "insights\tdecision 1; L3 1" in out
