@@ -18,8 +18,10 @@ query of benchmarks/coding_replay/queries.jsonl it measures:
   bm25     plain Okapi BM25 (k1 1.2, b 0.75) over the same events, word tokens: expected memory in the top 5
   fts      memlane full-text only (Retriever without vectors): expected memory in the top 5
   hybrid   memlane hybrid (Retriever with the index): expected memory in the top 5
-  hook     what UserPromptSubmit injects when the daemon answers: Engine.relevant (the daemon's /api/inject)
-  fallback what it injects when the daemon misses its deadline: capture.inject.prompt_memories
+  hook     what UserPromptSubmit shows when the daemon answers, both tiers: Engine.relevant (/api/inject)
+  fallback what it shows when the daemon misses its deadline: capture.inject.prompt_memories
+
+(``benchmarks/injection.py`` reports the two tiers apart, on this corpus and the others.)
 
 A match query names its expected memory by markers (``expect``: an event counts when its content contains
 one of them); a knowledge-update query also names the superseded answer (``stale``), which must not be
@@ -372,7 +374,7 @@ def run(memory: Any, embedder: Any, queries: list[dict[str, Any]], real_clock: b
         if embedder is not None:
             asked["vector"] = embedder.embed_query(prompt)
             got["hybrid"] = [h.event for h in hybrid.search(prompt, limit=K, now=now, query_vector=asked["vector"])]
-            hook_hits = engine.relevant(memory, prompt, [])
+            hook_hits = engine.relevant(memory, prompt, []).hits  # both tiers (benchmarks/injection.py splits them)
             got["hook"] = [h.event for h in hook_hits]
             scores = [round(h.score, 3) for h in hook_hits]
         else:

@@ -6,7 +6,7 @@ Each hook runs as its own process (`python -m memlane hook <Event>`, as Claude C
 fresh payload each time, and p50/p95 are printed per hook. Budgets (DESIGN.md §3): capture hooks
 p50 ≤ 50 ms; UserPromptSubmit (full-text fallback) ≤ 80 ms.
 
-    python benchmarks/hook_latency.py --daemon [--events 100000]
+    python benchmarks/hook_latency.py --daemon [--events 100000] [--hook SessionStart] [--as-installed]
 
 runs the daemon (`memlane serve`, model warm) and times UserPromptSubmit as a whole process while the
 daemon's worker embeds the store's backlog (every event is still in the outbox): hybrid retrieval
@@ -221,8 +221,16 @@ def pct(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
-def with_daemon(cwd: Path, env: dict[str, str], runs: int, worker: bool = True, as_installed: bool = False) -> None:
-    """UserPromptSubmit over the warm daemon while its worker embeds the backlog (or with no worker at all)."""
+def with_daemon(
+    cwd: Path,
+    env: dict[str, str],
+    runs: int,
+    worker: bool = True,
+    as_installed: bool = False,
+    hook: str = "UserPromptSubmit",
+) -> None:
+    """``hook`` (UserPromptSubmit or SessionStart) over the warm daemon while its worker embeds the backlog (or
+    with no worker at all)."""
     from memlane.daemon import client
 
     env = {**env, "MEMLANE_LOGGING_LEVEL": "debug"}
@@ -252,7 +260,7 @@ def with_daemon(cwd: Path, env: dict[str, str], runs: int, worker: bool = True, 
         for i in range(runs):
             floors.append(floor_ms())
             command = installed_command() if as_installed else None
-            times.append(run_hook("UserPromptSubmit", payloads(cwd, 1000 + i)["UserPromptSubmit"], env, command))
+            times.append(run_hook(hook, payloads(cwd, 1000 + i)[hook], env, command))
         busy = (client.call("/api/health", None, 2000, method="GET") or {}).get("worker", {}).get("busy")
         fallbacks = (log.read_text().count("full-text fallback") if log.exists() else 0) - fallbacks_before
         health = client.call("/api/health", None, 2000, method="GET") or {}
@@ -268,14 +276,15 @@ def with_daemon(cwd: Path, env: dict[str, str], runs: int, worker: bool = True, 
         if as_installed
         else "the memlane console script"
     )
-    print(f"\nUserPromptSubmit with the daemon up (hybrid retrieval, {state}; run as {how}), {runs} runs:")
+    what = "hybrid retrieval" if hook == "UserPromptSubmit" else "session-start context"
+    print(f"\n{hook} with the daemon up ({what}, {state}; run as {how}), {runs} runs:")
     print(f"  p50 {p50:.1f} ms  p95 {pct(times, 0.95):.1f} ms  budget 150{'  OVER' if p50 > 150 else ''}")
     print(
         f"  floor (python -c pass) p50 {floor:.1f} ms: p50 {p50 / floor:.2f}x, p95 {pct(times, 0.95) / floor:.2f}x "
         f"(goal ≤ 5x){'  OVER' if p50 / floor > 5 else ''}; worker still busy at the end: {busy}"
     )
     print(f"  fell back to full-text (daemon missed the deadline): {fallbacks} of {runs}")
-    ran = (health.get("hooks") or {}).get("UserPromptSubmit", 0)
+    ran = (health.get("hooks") or {}).get(hook, 0)
     print(f"  run by the daemon itself (daemon.warm; the rest asked it from their own process): {ran} of {runs}")
     print(f"  daemon health after the run: {json.dumps(health)[:300]}")
 
@@ -290,6 +299,12 @@ def main() -> None:
         "--as-installed",
         action="store_true",
         help="with --daemon: run the hook as `memlane install` registers it (C relay + launcher), not `memlane hook`",
+    )
+    ap.add_argument(
+        "--hook",
+        choices=("UserPromptSubmit", "SessionStart"),
+        default="UserPromptSubmit",
+        help="with --daemon: the hook timed (default UserPromptSubmit)",
     )
     ap.add_argument(
         "--no-daemon-worker",
@@ -310,7 +325,9 @@ def main() -> None:
     )
     build_store(cwd, args.events)
     if args.daemon:
-        with_daemon(cwd, env, args.runs, worker=not args.no_daemon_worker, as_installed=args.as_installed)
+        with_daemon(
+            cwd, env, args.runs, worker=not args.no_daemon_worker, as_installed=args.as_installed, hook=args.hook
+        )
         return
     order = ["PostToolUse", "Stop", "PreCompact", "SessionEnd", "UserPromptSubmit", "SessionStart"]
     results: dict[str, list[float]] = {name: [] for name in order}

@@ -156,6 +156,7 @@ def evaluate(
     ``mode``: ``bm25`` (plain Okapi BM25 over turns), ``text`` (memlane full-text), ``hybrid``.
     """
     from memlane import config
+    from memlane.capture.inject import candidates_kept
     from memlane.retrieval.hybrid import Retriever
     from memlane.retrieval.select import by_support, select_for_injection
 
@@ -186,7 +187,7 @@ def evaluate(
                 ranking = [h.event for h in hits]
                 # As Engine.relevant picks: the 15 best by P among the candidates, then the gate (with the store,
                 # as the hook has it: one memory per exchange, and its answer).
-                injected = select_for_injection(by_support(hits, cfg.injection.max_results * 3), index, cfg, store)
+                injected = select_for_injection(by_support(hits, candidates_kept(cfg)), index, cfg, store)
             latencies.append((time.perf_counter() - t0) * 1000)
             sessions: list[str] = []
             for event in ranking:

@@ -46,7 +46,8 @@ def test_text_only_run(tmp_path: Path) -> None:
     by_id = {r["id"]: r for r in result["queries"]}
     # An exact identifier is found by every full-text path.
     assert by_id["q023"]["bm25"]["hit"] and by_id["q023"]["fts"]["hit"]
-    assert all(r["fallback"]["n"] <= 5 for r in result["queries"])
+    # Both tiers: at most 5 exchanges in full (a few memories each) and 5 index lines.
+    assert all(r["fallback"]["n"] <= 20 for r in result["queries"])
 
 
 def test_vector_path_on_a_small_store(memlane_home: Path, hook, proj: Path) -> None:  # type: ignore[no-untyped-def]

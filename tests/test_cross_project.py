@@ -16,6 +16,7 @@ from memlane.errors import InputError
 from memlane.mcp.tools import MemoryTools
 from memlane.memory import Memory
 from memlane.retrieval.hybrid import Hit
+from memlane.retrieval.select import Injection, Item
 from memlane.store.db import NewEvent
 
 
@@ -92,7 +93,7 @@ def test_injection_header_names_other_projects(two: tuple[Path, Path]) -> None:
     with Memory.open(str(shop), create=False) as here, Memory.open(str(billing), create=False) as there:
         own = Hit(here.history()[0], 0.8, {}, "high")
         foreign = Hit(there.history()[0], 0.7, {}, "suggested")
-        text = inject.hits_context([own, foreign], cfg, here.project.id)
+        text = inject.hits_context(Injection([Item([own])], [foreign]), cfg, here.project.id)
         assert text.startswith("memlane: relevant memory from earlier sessions in this project and 1 other project(s)")
         assert f"[project {there.project.id}]" in text
-        assert inject.hits_context([own], cfg, here.project.id).startswith(inject.HEADER)
+        assert inject.hits_context(Injection([Item([own])]), cfg, here.project.id).startswith(inject.HEADER)

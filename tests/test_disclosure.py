@@ -17,7 +17,7 @@ from memlane.retrieval.disclosure import DisclosureCache, disclose, plan, tokens
 from memlane.retrieval.hybrid import Hit
 from memlane.store.db import NewEvent
 
-RCFG = config.RetrievalConfig()  # high 0.6, gap 0.2: "ambiguous" from 0.4
+RCFG = config.RetrievalConfig()
 
 
 @pytest.fixture
@@ -37,6 +37,7 @@ def mem(proj: Path) -> Memory:
 
 
 def hits(mem: Memory, scores: list[float], labels: list[str] | None = None) -> list[Hit]:
+    """Hits on the store's latest events (one session each after the first five), labelled as given."""
     events = mem.history(limit=len(scores))
     labels = labels or ["suggested"] * len(scores)
     return [Hit(e, s, {}, c) for e, s, c in zip(events, scores, labels, strict=False)]
@@ -48,11 +49,12 @@ def test_smart_rules(mem: Memory) -> None:
     winner = hits(mem, [0.9, 0.5, 0.45], ["high", "suggested", "suggested"])
     decided = plan(winner, RCFG)
     assert (decided.reason, decided.details, decided.timelines) == ("clear_winner", [winner[0].event.id], [])
-    close = hits(mem, [0.55, 0.5, 0.45, 0.2])
+    close = hits(mem, [0.55, 0.5, 0.45, 0.2], ["suggested", "suggested", "suggested", "none"])
     decided = plan(close, RCFG)
     assert decided.reason == "ambiguous_results" and decided.details == []
     assert decided.timelines == [h.event.id for h in close[:3]]
-    assert plan(hits(mem, [0.55, 0.5, 0.3]), RCFG).reason == "low_confidence"  # the third is below 0.4
+    few = hits(mem, [0.55, 0.5, 0.3], ["suggested", "suggested", "none"])
+    assert plan(few, RCFG).reason == "low_confidence"  # only two would be shown
     assert plan(hits(mem, [0.5]), RCFG).reason == "low_confidence"
     assert plan([], RCFG).reason == "no_results"
 

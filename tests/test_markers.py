@@ -101,8 +101,8 @@ def test_markers_get_no_vectors_and_are_never_injected(tmp_path: Path, embedder:
     prompt = f"Session started (startup) in {mem.project.root}; session ended (other)"
     engine = Engine(mem.config)
     assert not {h.event.id for h in engine.search(mem, prompt, limit=20)} & markers
-    assert not {h.event.id for h in engine.relevant(mem, prompt)} & markers
-    assert not {h.event.id for h in prompt_hits(mem.store, prompt, mem.config)} & markers
+    assert not {h.event.id for h in engine.relevant(mem, prompt).hits} & markers
+    assert not {h.event.id for h in prompt_hits(mem.store, prompt, mem.config).hits} & markers
     # Still where they belong: history and the session listing.
     assert [e.type for e in mem.store.history(session="s1", limit=10)][::-1][0] == "session_start"
     assert all(s["ended_at"] and s["source"] == "startup" for s in mem.sessions())

@@ -16,6 +16,7 @@ from memlane.capture import inject
 from memlane.daemon import client, prepare, state
 from memlane.memory import Memory
 from memlane.retrieval.engine import PREPARED_KEEP, Engine
+from memlane.retrieval.select import Injection
 from memlane.vectors import process_outbox
 
 MEMORIES = [
@@ -35,8 +36,8 @@ def embedded(memlane_home: Path, hook, proj: Path) -> Memory:  # type: ignore[no
     return mem
 
 
-def _ids(hits: list) -> list[str]:  # type: ignore[type-arg]
-    return [h.event.id for h in hits]
+def _ids(chosen: Injection) -> list[str]:
+    return [h.event.id for h in chosen.hits]
 
 
 def test_prepared_prompt_gets_the_same_answer_and_its_vector_is_used(embedded: Memory) -> None:
@@ -48,7 +49,7 @@ def test_prepared_prompt_gets_the_same_answer_and_its_vector_is_used(embedded: M
     assert engine.prepared == {"started": 1, "used": 0}
     prepared = engine.relevant(embedded, prompt)
     assert plain and _ids(prepared) == _ids(plain)
-    assert [round(h.score, 6) for h in prepared] == [round(h.score, 6) for h in plain]
+    assert [round(h.score, 6) for h in prepared.hits] == [round(h.score, 6) for h in plain.hits]
     assert engine.prepared == {"started": 1, "used": 1} and not engine._prepared
 
 
@@ -75,7 +76,7 @@ def test_prepared_neighbours_are_reused_for_the_hooks_question(embedded: Memory)
     prepared = engine.relevant(embedded, prompt, [stored])
     assert len(calls) == 1, "the search ran its own vector query"
     assert plain and _ids(prepared) == _ids(plain)
-    assert [round(h.score, 6) for h in prepared] == [round(h.score, 6) for h in plain]
+    assert [round(h.score, 6) for h in prepared.hits] == [round(h.score, 6) for h in plain.hits]
 
 
 def test_prepared_neighbours_are_not_used_once_the_table_changed(embedded: Memory) -> None:

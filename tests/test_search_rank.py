@@ -1,4 +1,4 @@
-"""Search's number column is what the list is sorted by; "high" only ever labels the top result (issue 36)."""
+"""Search's number column is what the list is sorted by; its match column is the injection tier (issues 36, 31)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from click.testing import CliRunner
 from memlane import config
 from memlane.cli.main import cli
 from memlane.memory import Memory
-from memlane.retrieval.scoring import classify
+from memlane.retrieval import scoring
 from memlane.store.db import NewEvent
 
 QUERY = "pool timeout checkout pgbouncer"
@@ -44,11 +44,18 @@ def test_the_rank_column_falls_while_p_need_not(proj: Path) -> None:
     assert [float(line.split("\t")[1]) for line in table[1:]] == [round(r, 2) for r in ranks]
 
 
-def test_high_is_only_ever_the_top_result() -> None:
+def test_the_match_column_falls_with_the_rank_and_json_also_gives_the_tier(proj: Path) -> None:
+    """``match`` is the tier rule read from the rank shown beside it, so no "high" sits under a "suggested";
+    ``tier`` is what a prompt would do with the memory (from P, which keeps the whole support of its exchange)."""
+    _store(proj)
+    rows = json.loads(CliRunner().invoke(cli, ["-C", str(proj), "search", QUERY, "--text-only", "--json"]).stdout)
     cfg = config.RetrievalConfig()
-    assert classify([0.9, 0.5], cfg, ["a", "b"]) == ["high", "suggested"]
-    # A later result with a higher P (lifted by its session) keeps the first from being "high", and is not
-    # "high" itself: no "0.66 high" under a "0.98 suggested".
-    assert classify([0.7, 0.95], cfg, ["a", "b"]) == ["suggested", "suggested"]
-    assert classify([0.7, 0.95], cfg, ["a", "a"]) == ["high", "suggested"]  # its own session: support
-    assert classify([0.1], cfg) == ["none"]
+    order = {"high": 2, "suggested": 1, "none": 0}
+    shown = [order[r["confidence"]] for r in rows]
+    assert shown == sorted(shown, reverse=True) and shown[0] == 2
+    with Memory.open(proj) as mem:  # the tier is what the search's hits carry, read from P and its lift
+        hits = {h.event.cite: h for h in mem.search(QUERY, semantic=False)}
+    for r in rows:
+        hit = hits[r["citation"]]
+        assert r["tier"] == hit.confidence == scoring.tier(hit.score, hit.sources["lift"], cfg)
+    assert any(r["tier"] != r["confidence"] for r in rows)  # the two differ where support lifted P

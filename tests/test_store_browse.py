@@ -51,11 +51,13 @@ def test_injection_counts(tmp_path: Path) -> None:
     s = Store(tmp_path / "m.db", "p")
     told = {"mode": "text", "full": [], "index": [{"id": "a", "cite": "mem:a", "score": 0.2, "confidence": "low"}]}
     silent = {"mode": "text", "full": [], "index": [], "left_out": []}
-    s.append([NewEvent("user_prompt", "s", "one", "1", {"injection": told}),
-              NewEvent("user_prompt", "s", "two", "2", {"injection": silent}),
-              NewEvent("user_prompt", "s", "three", "3", {"note": "no injection here"})])  # fmt: skip
+    one, two, _three = s.append([NewEvent("user_prompt", "s", "one", "1"),
+                                 NewEvent("user_prompt", "s", "two", "2"),
+                                 NewEvent("user_prompt", "s", "three", "3")]).inserted  # fmt: skip
+    s.record_injection(one, "s", told)
+    s.record_injection(two, "s", silent)
     assert s.injection_counts() == {"prompts": 3, "recorded": 2, "injected": 1}
-    assert [e.content for e in s.prompts_injecting("mem:a")] == ["one"]
+    assert s.prompts_shown("a") == [one]
 
 
 def test_forget_by_time_range(tmp_path: Path) -> None:

@@ -399,18 +399,28 @@ def test_hybrid_finds_paraphrases_and_exact_identifiers(mem: Memory, embedder: A
     assert "connection pool" in hits[0].event.content
     assert hits[0].score > 2 * hits[1].score  # a paraphrase with no shared word still leads clearly
     assert engine.search(mem, "pool_manager.py", limit=2)[0].event.type == "tool_observation"
-    assert engine.relevant(mem, "How do I bake sourdough bread at home?") == []
-    assert "webhook" in engine.relevant(mem, "stripe webhook calls fail sometimes, do we retry them?")[0].event.content
+    assert not engine.relevant(mem, "How do I bake sourdough bread at home?")  # neither tier
+    assert (
+        "webhook"
+        in engine.relevant(mem, "stripe webhook calls fail sometimes, do we retry them?").hits[0].event.content
+    )
 
 
-def test_labels_come_from_the_probability_and_high_needs_a_lead() -> None:
+def test_tiers_read_the_score_against_the_querys_background() -> None:
     cfg = RetrievalConfig()
-    assert scoring.classify([0.9, 0.1], cfg) == ["high", "none"]
-    assert scoring.classify([0.9, 0.85], cfg) == ["suggested", "suggested"]  # no lead → not high
-    assert scoring.classify([0.1], cfg) == ["none"]
-    # The lead is over the best result from another session: the top result's own session backs it up.
-    assert scoring.classify([0.9, 0.85, 0.2], cfg, ["a", "a", "b"]) == ["high", "suggested", "suggested"]
-    assert scoring.classify([0.9, 0.85, 0.8], cfg, ["a", "a", "b"])[0] == "suggested"
+    # The background is the median P of the candidates ranked 11th-30th ...
+    scores = [0.9, 0.5] + [0.2] * 8 + [0.05] * 20
+    assert scoring.background(scores, 0.01) == 0.05
+    # ... or, with too few candidates for one, the level of no evidence at all (the model's bias).
+    assert scoring.background([0.9, 0.1], 0.01) == 0.01
+    assert scoring.no_evidence(cfg, vectors=True) == pytest.approx(scoring.sigmoid(cfg.hybrid_weights[0]))
+    low, high = scoring.lift(0.06, 0.05), scoring.lift(0.8, 0.05)
+    assert scoring.tier(0.06, low, cfg) == "none"
+    assert scoring.tier(0.8, high, cfg) == "high"
+    # The same P is only suggested where the store's on-topic level is higher (a conversation about one life).
+    assert scoring.tier(0.8, scoring.lift(0.8, 0.2), cfg) == "suggested"
+    # High needs a P worth stating in full, whatever the lift.
+    assert scoring.tier(0.15, scoring.lift(0.15, 0.001), cfg) == "suggested"
 
 
 def test_more_evidence_never_lowers_the_score_and_nothing_saturates() -> None:
@@ -421,7 +431,8 @@ def test_more_evidence_never_lowers_the_score_and_nothing_saturates() -> None:
     assert scoring.probability({"text": 0.8, "vector": 0.6, "standout": 0.1}, cfg) > scoring.probability(
         {"text": 0.2, "vector": 0.6, "standout": 0.1}, cfg
     )
-    assert scoring.probability({"text": 0.0, "vector": 0.6, "standout": 0.0}, cfg) < cfg.inject_threshold
+    nothing = scoring.probability({"text": 0.0, "vector": 0.6, "standout": 0.0}, cfg)
+    assert scoring.tier(nothing, scoring.lift(nothing, scoring.no_evidence(cfg, vectors=True)), cfg) == "none"
 
 
 ONE_PROJECT = [
@@ -454,10 +465,10 @@ def test_in_a_one_topic_store_the_exact_match_leads_and_scores_keep_their_spread
 
 def test_the_gate_is_silent_on_an_on_topic_prompt_the_history_cannot_answer(one_topic: Memory) -> None:
     engine = Engine(one_topic.config)
-    assert engine.relevant(one_topic, "Add a QR code with the tracking number to every shipping label") == []
-    assert engine.relevant(one_topic, "What is a good recipe for banana bread?") == []
+    assert not engine.relevant(one_topic, "Add a QR code with the tracking number to every shipping label").items
+    assert not engine.relevant(one_topic, "What is a good recipe for banana bread?")  # neither tier
     found = engine.relevant(one_topic, "how long does the label download link stay valid?")
-    assert len(found) >= 1 and "expires after 15 minutes" in found[0].event.content
+    assert found.items and "expires after 15 minutes" in found.full[0].event.content
 
 
 PASTED = (
@@ -483,9 +494,9 @@ def test_a_pasted_traceback_matches_its_own_error_not_every_traceback(one_topic:
         '  File "/app/app/exports/csv_writer.py", line 88, in write_rows\n'
         "KeyError: 'customer_vat_id'"
     )
-    assert engine.relevant(one_topic, other) == []
+    assert not engine.relevant(one_topic, other).items
     again = engine.relevant(one_topic, "AttributeError: 'NoneType' object has no attribute 'recipient' again")
-    assert again and again[0].event.session_id == "s7"
+    assert again.items and again.full[0].event.session_id == "s7"
 
 
 def test_the_full_text_fallback_gives_the_same_answer_for_an_exact_error(one_topic: Memory) -> None:
@@ -495,8 +506,10 @@ def test_the_full_text_fallback_gives_the_same_answer_for_an_exact_error(one_top
     prompt = "KeyError: 'NanumGothic' in render_label again"
     hybrid = Engine(one_topic.config).relevant(one_topic, prompt)
     fallback = prompt_hits(one_topic.store, prompt, one_topic.config)
-    assert hybrid[0].event.id == fallback[0].event.id
-    assert prompt_hits(one_topic.store, "Add a QR code with the tracking number to every label", one_topic.config) == []
+    assert hybrid.hits[0].event.id == fallback.hits[0].event.id
+    assert not prompt_hits(
+        one_topic.store, "Add a QR code with the tracking number to every label", one_topic.config
+    ).items
 
 
 def test_a_newer_memory_on_the_same_subject_supersedes_the_older(proj: Path, embedder: Any) -> None:
@@ -511,7 +524,7 @@ def test_a_newer_memory_on_the_same_subject_supersedes_the_older(proj: Path, emb
     )
     process_outbox(m, embedder)
     found = Engine(m.config).relevant(m, "what pool_size does the SQLAlchemy engine use?")
-    assert [h.event.session_id for h in found] == ["new"]
+    assert [h.event.session_id for h in found.hits] == ["new"]  # the older is in neither tier
     m.close()
 
 
@@ -573,7 +586,6 @@ def test_an_edit_that_removes_a_setting_retires_the_exchange_that_set_it(
 ) -> None:
     """The later edit removed pool_size=10: the answer quoting it and the prompt that asked for it stay out."""
     from memlane.capture.inject import prompt_hits
-    from memlane.retrieval.select import gate
 
     m = _pool_memory(proj, embedder if vectors else None)
     query = "What pool_size is the SQLAlchemy engine configured with?"
@@ -581,11 +593,11 @@ def test_an_edit_that_removes_a_setting_retires_the_exchange_that_set_it(
     search = engine.retriever(m).search if vectors else Retriever(m.store, m.config).search
     hits = search(query, limit=15, current_first=False)
     # Without the rule the old exchange is injected (it matches the query best) ...
-    assert "setup" in {h.event.session_id for h in gate(hits, m.config.retrieval, 5)}
-    # ... with it, only the session that holds the current value.
+    assert "setup" in {h.event.session_id for h in hits if h.confidence in ("high", "suggested")}
+    # ... with it, only the session that holds the current value, in either tier.
     found = engine.relevant(m, query) if vectors else prompt_hits(m.store, query, m.config)
-    assert found and {h.event.session_id for h in found} == {"load"}
-    assert not any("pool_size=10, max_overflow=5 and" in h.event.content for h in found)
+    assert found and {h.event.session_id for h in found.hits} == {"load"}
+    assert not any("pool_size=10, max_overflow=5 and" in h.event.content for h in found.hits)
     m.close()
 
 
@@ -697,9 +709,9 @@ def test_the_answer_of_a_replacing_edit_takes_the_place_of_the_memory_it_retired
     feed_best = max(h.score for h in hits if h.event.session_id == "feed")
     assert swap_answer.score < m.config.retrieval.inject_relative * feed_best  # alone it would be cut by the count
     found = engine.relevant(m, query)
-    assert "swap" in {h.event.session_id for h in found}
-    assert "feed" not in {h.event.session_id for h in found}  # the stale answer stays out
-    promoted = next(h for h in found if h.event.id == swap_answer.event.id)
+    assert "swap" in {h.event.session_id for h in found.full}
+    assert "feed" not in {h.event.session_id for h in found.hits}  # the stale answer stays out of both tiers
+    promoted = next(h for h in found.full if h.event.id == swap_answer.event.id)
     assert promoted.score == pytest.approx(feed_best) and promoted.sources["replaces"] == pytest.approx(feed_best)
     m.close()
 
@@ -814,7 +826,7 @@ def test_a_pasted_error_brings_the_answer_of_the_session_that_showed_it(proj: Pa
     m.store.append(events)
     process_outbox(m, embedder)
     query = "AssertionError: assert None is not None where None = Shipment(id=881).label_url"
-    found = Engine(m.config).relevant(m, query)
+    found = Engine(m.config).relevant(m, query).full
     assert found[0].event.type == "tool_observation"
     assert any(h.event.session_id == "flaky" and h.event.type in ANSWERS for h in found)
     m.close()
@@ -844,8 +856,8 @@ def test_what_a_session_summary_repeats_is_not_injected_again(proj: Path, embedd
     over = [h for h in engine.search(m, query, limit=15) if h.confidence != "none"]
     assert len(repeats(over)) >= 2  # the prompt and the answer score over the gate beside the summary
     found = engine.relevant(m, query)
-    assert "session_summary" in {h.event.type for h in found}
-    assert repeats(found) == []
+    assert "session_summary" in {h.event.type for h in found.full}
+    assert repeats(found.hits) == []
     m.close()
 
 
@@ -860,8 +872,8 @@ def test_a_korean_query_skips_english_only_vectors(proj: Path, embedder: Any) ->
     )
     process_outbox(m, embedder)
     engine = Engine(m.config)
-    assert engine.relevant(m, "결제 환불 처리 로직은 어디에 있어?") == []
-    assert "다크 모드" in engine.relevant(m, "다크 모드 지원 토글, OS 설정 따라가게 해 주세요")[0].event.content
+    assert not engine.relevant(m, "결제 환불 처리 로직은 어디에 있어?")
+    assert "다크 모드" in engine.relevant(m, "다크 모드 지원 토글, OS 설정 따라가게 해 주세요").hits[0].event.content
     assert all("vector" not in h.sources for h in engine.search(m, "다크 모드 토글"))
     m.close()
 

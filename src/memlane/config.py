@@ -116,7 +116,11 @@ class CaptureConfig(Section):
 class InjectionConfig(Section):
     enabled: bool = _f(True, "Give context back to Claude on SessionStart and UserPromptSubmit.")
     max_chars: int = _f(4000, "Character budget of one injection (Claude Code cuts at 10,000).")
-    max_results: int = _f(5, "Most memories injected for one prompt.")
+    max_results: int = _f(5, "Most memories injected in full for one prompt (the 'high' tier).")
+    index_max: int = _f(5, "Most index lines (the 'suggested' tier: citation, time and a one-line gist) per prompt.")
+    index_tokens: int = _f(150, "Token budget of a prompt's index lines (about 4 characters a token).")
+    gist_chars: int = _f(90, "Length of an index line's gist (characters).")
+    full_chars: int = _f(1000, "Most characters of one memory injected in full (its share of the room may be less).")
     session_start_recent: int = _f(5, "Recent prompts listed at session start.")
     min_prompt_chars: int = _f(8, "Prompts shorter than this retrieve nothing (e.g. 'yes', 'go on').")
 
@@ -228,14 +232,17 @@ class RetrievalConfig(Section):
         "Use vector similarity for queries written mostly in Korean, Chinese or Japanese. Off for the default "
         "English model, which maps such text to near-identical vectors; multilingual-e5-small uses them anyway.",
     )
-    high_threshold: float = _f(0.6, "Score (probability) at or above which, with the gap, a match is 'high'.")
-    high_gap: float = _f(0.2, "Minimum lead of the top result over the best result from another session for 'high'.")
-    suggest_threshold: float = _f(0.15, "Score (probability) at or above which a match is 'suggested'.")
-    inject_threshold: float = _f(
-        0.15, "Lowest score injected into a prompt (chosen on the benchmarks' dev split: docs/retrieval.md)."
+    high_lift: float = _f(
+        4.0,
+        "A memory is injected in full ('high') when its score stands this far (log-odds) above the query's "
+        "background: the level of its candidates ranked 11th-30th (docs/retrieval.md, 'Two tiers').",
+    )
+    high_min_score: float = _f(0.2, "...and its score (probability) is at least this.")
+    suggest_lift: float = _f(
+        1.0, "A memory is offered as an index line ('suggested') when it stands this far above the background."
     )
     inject_relative: float = _f(
-        0.5, "A further memory is injected only if its score is at least this share of the best one's."
+        0.5, "A further memory is injected in full only if its score is at least this share of the best one's."
     )
     supersede_similarity: float = _f(
         0.6, "Two injected memories this similar (cosine) are one subject: only the newer one is injected."
@@ -388,6 +395,26 @@ class LlmConfig(Section):
     timeout_s: float = _f(60.0, "HTTP timeout of one call.")
 
 
+class EndlessConfig(Section):
+    mode: Literal["session", "endless"] = _f(
+        "session",
+        "What SessionStart gives Claude: session (the last session's summary and recent prompts) or endless (the "
+        "working set and long-running topics, docs/endless.md). The default for projects without their own "
+        "setting (`memlane endless enable|disable`).",
+        choices=("session", "endless"),
+    )
+    window_hours: float = _f(
+        24.0, "The working set's window: what was active in the last N hours of the project's activity."
+    )
+    max_items: int = _f(16, "Most items (files, decisions, tasks, errors, prompts) in the working set.")
+    consolidate_interval_min: int = _f(60, "The daemon consolidates what changed at least this often (minutes).")
+    consolidate_after_events: int = _f(100, "… or as soon as this many events arrived since the last consolidation.")
+    consolidate_idle_min: int = _f(
+        20, "… or once the project has been idle this long (minutes; under daemon.idle_timeout_s, when it leaves)."
+    )
+    topics_injected: int = _f(4, "Consolidated memories (long-running topics) added at SessionStart in endless mode.")
+
+
 class Config:
     """All settings; ``cfg.<section>.<key>``."""
 
@@ -410,6 +437,7 @@ class Config:
     team: TeamConfig
     citations: CitationsConfig
     llm: LlmConfig
+    endless: EndlessConfig
 
     def __init__(self) -> None:
         for name, cls in SECTIONS.items():
@@ -442,6 +470,7 @@ SECTIONS: dict[str, type[Section]] = {
     "team": TeamConfig,
     "citations": CitationsConfig,
     "llm": LlmConfig,
+    "endless": EndlessConfig,
 }
 
 
@@ -496,6 +525,16 @@ def _check_value(key: str, value: Any, spec: Field) -> Any:
     return value
 
 
+# Settings that no longer exist, and what replaced them. A config file that still sets one loads (with a
+# warning in the log) instead of failing every hook; `config set` refuses it and names the replacement.
+RETIRED = {
+    "retrieval.high_threshold": "retrieval.high_lift and retrieval.high_min_score",
+    "retrieval.high_gap": "retrieval.high_lift",
+    "retrieval.suggest_threshold": "retrieval.suggest_lift",
+    "retrieval.inject_threshold": "retrieval.suggest_lift (the index tier) and retrieval.high_lift (the full tier)",
+}
+
+
 def _apply(cfg: Config, data: dict[str, Any], source: str) -> None:
     for section, values in data.items():
         if section not in SECTIONS:
@@ -505,6 +544,15 @@ def _apply(cfg: Config, data: dict[str, Any], source: str) -> None:
         target = getattr(cfg, section)
         hints = _hints(type(target))
         for key, value in values.items():
+            if f"{section}.{key}" in RETIRED:
+                from memlane.logs import log
+
+                log(
+                    "config",
+                    "warning",
+                    f"{source}: {section}.{key} is no longer used; see {RETIRED[section + '.' + key]}",
+                )
+                continue
             if key not in hints:
                 raise ConfigError(f"{source}: unknown key '{section}.{key}'{_suggest(key, list(hints))}")
             checked = _check_value(f"{source}: {section}.{key}", value, hints[key])
@@ -668,6 +716,8 @@ def get_value(cfg: Config, dotted: str) -> Any:
     if not key:
         return target.as_dict()
     hints = _hints(type(target))
+    if dotted in RETIRED:
+        raise ConfigError(f"'{dotted}' is no longer used: see {RETIRED[dotted]}")
     if key not in hints:
         raise ConfigError(f"unknown key '{dotted}'{_suggest(key, list(hints))}")
     return getattr(target, key)

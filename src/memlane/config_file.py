@@ -104,7 +104,8 @@ def embedding_note(data: dict[str, Any], keys: list[str]) -> str:
 def unset(key: str) -> None:
     """Return ``section.key`` to its default (removed from the file)."""
     section, name = key.partition(".")[0], key.partition(".")[2]
-    config.get_value(config.Config(), key)
+    if key not in config.RETIRED:  # a retired setting can still be taken out of the file
+        config.get_value(config.Config(), key)
     data = config.read_file(paths.config_path())
     data.get(section, {}).pop(name, None)
     _write({k: v for k, v in data.items() if v})

@@ -5,6 +5,11 @@ To add derived state (the learning loop's levels and insights, endless mode's wo
 write a ``knowledge.projection.Projector`` (a name, a version, ``drop`` and ``project``), add it to
 ``projectors()`` below, and give its tables a migration in your range. The daemon then projects it in the
 background, ``memlane rebuild`` recreates it, and a forget or a redaction empties it for a fresh projection.
+A projector may also have ``finish(store, cfg)``: what ``rebuild`` runs once the log is read to its end, for
+state computed from the projected tables as a whole (endless mode's consolidation, continuity scores and
+working set, which the daemon's ``EndlessJob`` keeps up to date when due); and ``settle(store, limit)``: what
+it derives from logs that are not events (the learning loop's injection log, fetches and LLM answers), which
+``projection.rebuild`` runs after its events and the daemon's ``GraduationJob`` through ``settle`` below.
 
 Vectors are derived too, but recreating them means embedding every event again: ``memlane vectors rebuild``
 queues that for the daemon's worker.
@@ -14,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from memlane.config import Config
 from memlane.knowledge import projection
 from memlane.knowledge.projection import Progress, Projector
 from memlane.store.db import Event, Store
@@ -47,10 +53,11 @@ class Sessions(Projector):
 
 def projectors() -> list[Projector]:
     """Every derived-state owner, in the order ``rebuild`` runs them."""
+    from memlane.endless.projector import EndlessProjector
     from memlane.knowledge.learning import LearningProjector
     from memlane.knowledge.projector import KnowledgeProjector
 
-    return [FullText(), Sessions(), KnowledgeProjector(), LearningProjector()]
+    return [FullText(), Sessions(), KnowledgeProjector(), EndlessProjector(), LearningProjector()]
 
 
 def names() -> list[str]:
@@ -76,10 +83,16 @@ def settle(store: Store, *, limit: int | None = None) -> int:
     return done
 
 
-def rebuild(store: Store, only: Sequence[str] = ()) -> dict[str, int]:
-    """Recreate derived tables from the events (all, or the owners named in ``only``); events read per owner."""
+def rebuild(store: Store, only: Sequence[str] = (), cfg: Config | None = None) -> dict[str, int]:
+    """Recreate derived tables from the events (all, or the owners named in ``only``); events read per owner.
+    Owners with a ``finish`` then complete what is computed from their tables as a whole."""
     chosen = [p for p in projectors() if not only or p.name in only]
-    return projection.rebuild(store, chosen)
+    counts = projection.rebuild(store, chosen)
+    for owner in chosen:
+        finish = getattr(owner, "finish", None)
+        if callable(finish):
+            finish(store, cfg)
+    return counts
 
 
 def reset(store: Store) -> None:

@@ -523,15 +523,44 @@ def handle(
         else:
             if warm is None:  # in the daemon, it is up
                 _autostart(cfg)
-            context = inject.session_start_context(
-                store, payload["session_id"], cfg, [note] if note else [], _context(proj, payload, cfg, store)
-            )
+            context = session_start(store, proj, payload, cfg, [note] if note else [], warm is not None)
         return _output(event, context, notice)
     finally:
         if leave_open is not None:
             leave_open.append(store)  # closed later, or by the process's exit without a checkpoint (see main)
         else:
             store.close()
+
+
+def endless_mode(store: Store, cfg: config.Config) -> bool:
+    """Whether the project is in endless mode (its own setting, else ``endless.mode``): one indexed read."""
+    try:
+        own = store.endless_mode()
+    except sqlite3.Error:
+        own = None
+    return (own or cfg.endless.mode) == "endless"
+
+
+def session_start(
+    store: Store, proj: project.Project, payload: dict[str, Any], cfg: config.Config, extra: list[str], in_daemon: bool
+) -> str:
+    """SessionStart's context: in endless mode, the working set the daemon keeps (read there, where endless mode's
+    modules are loaded); otherwise, or without the daemon, the session recap."""
+    context = _context(proj, payload, cfg, store)
+    if endless_mode(store, cfg):
+        if in_daemon:
+            try:
+                from memlane.endless.inject import session_start_context as endless_context
+
+                text = endless_context(store, cfg, extra, context)
+                if text:
+                    return text
+                log("hooks", "info", "endless mode: no working set yet; this session start gets the session recap")
+            except Exception as exc:  # noqa: BLE001 - the recap still goes out
+                log("hooks", "error", f"endless mode: working set unavailable ({exc!r}); session recap instead")
+        else:
+            log("hooks", "info", "endless mode: the daemon is not up; this session start gets the session recap")
+    return inject.session_start_context(store, payload["session_id"], cfg, extra, context)
 
 
 # Share of the daemon's deadline it gets before the full-text fallback starts beside it.

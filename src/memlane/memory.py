@@ -174,6 +174,9 @@ class Memory:
         out = self.store.stats()
         out["project_root"] = str(self.project.root)
         out["db_path"] = str(self.project.db_path)
+        if hasattr(self.store, "continuity"):  # a team server's store keeps no endless state
+            latest = [s for s in self.store.continuity(limit=5) if s.get("score") is not None]
+            out["endless"] = {"mode": self.endless_mode()[0], "continuity": latest[0] if latest else None}
         return out
 
     def search(
@@ -315,20 +318,26 @@ class Memory:
         return out
 
     def injections(self, limit: int = 20, session: str | None = None) -> list[tuple[Event, dict[str, Any]]]:
-        """The latest prompts with what was injected for each (``metadata["injection"]``: mode, full, index,
-        left_out); a prompt without that record comes with an empty dict ("nothing recorded")."""
+        """The latest prompts, newest first, each with what it was told (``store/injections.py``): ``mode``
+        (hybrid or text), ``full`` and ``index`` (the two tiers: id, cite, score, confidence, lift; ``item``
+        groups the full tier by exchange), ``left_out`` (with a ``reason``) and ``ts``. A prompt memlane did
+        not answer (injection off, too short, a hook that failed) comes with an empty dict."""
         check_limit(limit)
         prompts = self.store.history(session=session or None, types=["user_prompt"], limit=limit)
-        out = []
-        for event in prompts:
-            record = event.metadata.get("injection")
-            out.append((event, record if isinstance(record, dict) else {}))
-        return out
+        records = self.store.injection_records([e.id for e in prompts])
+        return [(e, records.get(e.id, {})) for e in prompts]
 
-    def injected_into(self, ref: str, limit: int = 20) -> list[Event]:
-        """Prompts whose recorded injection included this memory, newest first."""
+    def injection_of(self, ref: str) -> dict[str, Any] | None:
+        """What one prompt was told (None if nothing was recorded for it)."""
+        return self.store.injection_records([self.get(ref).id]).get(self.get(ref).id)
+
+    def injected_into(self, ref: str, limit: int = 20) -> list[tuple[Event, dict[str, Any]]]:
+        """Prompts that were shown this memory (in either tier), newest first, with their records."""
         check_limit(limit)
-        return self.store.prompts_injecting(self.get(ref).cite, limit)
+        ids = self.store.prompts_shown(self.get(ref).id, limit)
+        records = self.store.injection_records(ids)
+        events = {e.id: e for e in self.store.by_ids(ids)}
+        return [(events[i], records[i]) for i in ids if i in events and i in records]
 
     def count_matches(self, query: str) -> int:
         """Events holding every word of ``query`` (up to ``store.browse.COUNT_CAP`` + 1): a search's total."""
@@ -357,7 +366,7 @@ class Memory:
         for name in only:
             if name not in known:
                 raise InputError(f"unknown derived state '{name}' (one of: {', '.join(known)})")
-        return derived.rebuild(self.store, only)
+        return derived.rebuild(self.store, only, self.config)
 
     def replacements(self, event_ids: Sequence[str], *, partial: bool = False) -> dict[str, str]:
         """The effective view: each replaced memory among ``event_ids`` → the memory that replaces it now."""
@@ -574,6 +583,67 @@ class Memory:
         if not titles or self.store.ephemeral:
             return {}
         return tasks.workflow_links(str(self.project.root), self.project.id, titles)
+
+    # ---- endless mode (working set, consolidated memories, continuity: memlane.endless) ---------
+
+    def endless_mode(self) -> tuple[str, str]:
+        """(``session`` or ``endless``, where it comes from: ``project`` or ``config``)."""
+        from memlane.endless import service
+
+        return service.mode(self.store, self.config)
+
+    def set_endless_mode(self, mode: str) -> dict[str, Any]:
+        """Switch the project's mode. Going to endless catches up and consolidates once (within a budget; the
+        daemon does the rest); going back to session keeps everything. What was done."""
+        from memlane.endless import service
+
+        self._writable()
+        service.set_mode(self.store, mode)
+        return service.catch_up(self.store, self.config) if mode == "endless" else {}
+
+    def endless_consolidate(self) -> dict[str, Any]:
+        """Project new events and consolidate everything queued now (the daemon does it when due)."""
+        from memlane.endless import service
+
+        self._writable()
+        return service.catch_up(self.store, self.config)
+
+    def endless_status(self, refresh: bool = False) -> dict[str, Any]:
+        """Mode, working set, continuity and consolidation; ``refresh``: project new events and recompute the
+        working set and scores first (consolidation stays the daemon's, or ``endless_consolidate``'s)."""
+        from memlane.endless import service
+
+        if refresh and not self.store.ephemeral:
+            self.catch_up(budget_s=service.READ_BUDGET_S)
+            service.refresh(self.store, self.config, consolidate=False)
+        return service.status(self.store, self.config)
+
+    def working_set(self) -> list[dict[str, Any]]:
+        """The working set as the daemon last computed it, best first (``endless.working_set``)."""
+        return self.store.working_set() if not self.store.ephemeral else []
+
+    def consolidated(self, query: str | None = None, limit: int = 20, *, sources: bool = False) -> list[dict[str, Any]]:
+        """Consolidated memories: matching ``query`` (best first) or those of the most sessions; each with its cited
+        facts and, with ``sources``, its source event ids (what the learning loop maps to L4 knowledge)."""
+        from memlane.endless import service
+
+        if query is not None:
+            check_query(query)
+        check_limit(limit, 10_000)
+        return service.memories(self.store, query, limit, sources=sources)
+
+    def continuity(self, limit: int = 20, session: str | None = None) -> list[dict[str, Any]]:
+        """Sessions with their continuity score against the session before (spec §4.1), latest first."""
+        check_limit(limit, 10_000)
+        if session is not None:
+            session = self.session(session)["id"]
+        if not hasattr(self.store, "continuity"):
+            return []  # a team server's store: endless state lives in the local one
+        return self.store.continuity(limit, session)
+
+    def _writable(self) -> None:
+        if self.store.ephemeral:
+            raise NoMemoryYet(f"no memory for this project yet ({self.project.root})")
 
     # ---- curating ------------------------------------------------------------------------------
 

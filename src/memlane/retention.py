@@ -37,6 +37,8 @@ MAX_FILE_BYTES = 2_000_000  # a file larger than this is not read for citations
 _CITATION = re.compile(r"mem:([0-9a-z]{6,8})(?![0-9a-z])")
 
 Protector = Callable[[Memory], set[str]]
+
+
 def learned_knowledge(mem: Memory) -> set[str]:
     """The learning loop's verified knowledge: memories at L3 or above, and the evidence of insights at L3 or above
     (docs/learning.md): never pruned, whatever their age."""

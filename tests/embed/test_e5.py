@@ -127,8 +127,8 @@ def test_korean_prompts_find_memories_by_meaning_and_leave_unrelated_korean_out(
     # Naming the library: the Korean and the English memory lead, unrelated Korean history stays out.
     prompt = "Celery 대신 쓰는 작업 큐가 뭐였지?"
     assert [h.event.session_id for h in engine.search(m, prompt, limit=2)] == ["q1", "q2"]
-    assert [h.event.session_id for h in engine.relevant(m, prompt)] == ["q1"]
-    assert engine.relevant(m, "결제 환불 처리 로직은 어디에 있어?") == []
+    assert [h.event.session_id for h in engine.relevant(m, prompt).full] == ["q1"]
+    assert not engine.relevant(m, "결제 환불 처리 로직은 어디에 있어?").items
     m.close()
 
 

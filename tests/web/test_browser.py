@@ -104,9 +104,8 @@ def seed(root: Path) -> dict[str, Any]:
             "index": [],
             "left_out": [{"id": "x", "cite": "mem:aaaaaa", "score": 0.04, "reason": "below threshold"}],
         }
-        mem.store.append(
-            [NewEvent("user_prompt", "sess-told", "what did we do about the pool timeout?", "d1", {"injection": told})]
-        )
+        asked = mem.store.append([NewEvent("user_prompt", "sess-told", "what did we do about the pool timeout?", "d1")])
+        mem.store.record_injection(asked.inserted[0], "sess-told", told)
         hostile = mem.history(session="sess-xss", limit=1)[0]
         throwaway = mem.history(session="sess-forget", limit=1)[0]
         return {"project_id": mem.project.id, "answer": answer.cite, "hostile": hostile.id, "throwaway": throwaway.id}

@@ -257,3 +257,18 @@ def test_project_switcher_remembers_the_choice(site: Site) -> None:
     assert r.status_code == 303 and r.headers["location"] == "/stats"
     assert "memlane_project=" in r.headers["set-cookie"]
     assert site.client.get("/switch?project=x&next=//evil.example", follow_redirects=False).headers["location"] == "/"
+
+
+def test_stats_and_session_pages_show_continuity_with_what_raised_or_lowered_it(site: Site) -> None:
+    from memlane.endless import service
+
+    assert "No session scored yet." in site.client.get("/stats").text
+    with site.memory() as mem:
+        mem.catch_up()
+        service.refresh(mem.store, mem.config, consolidate=True)
+        (two,) = [c for c in mem.continuity() if c["session_id"] == "s-two"]
+    html = site.client.get("/stats").text
+    assert "<h2>Continuity between sessions <small>(mode: session)</small></h2>" in html
+    assert f"{two['score']:.2f}" in html and "time: started" in html
+    page = site.client.get("/sessions/s-two").text
+    assert "<dt>Continuity</dt>" in page and 'href="/sessions/s-one"' in page and "files:" in page

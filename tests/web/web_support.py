@@ -74,9 +74,8 @@ def seed(root: Path) -> dict[str, Any]:
         )
         answer = mem.history(types=["agent_response"], limit=1)[0]
         record = {**INJECTION, "full": [{**INJECTION["full"][0], "id": answer.id, "cite": answer.cite}]}
-        mem.store.append(
-            [NewEvent("user_prompt", "s-two", "what did we do about the pool timeout?", "t5", {"injection": record})]
-        )
+        asked = mem.store.append([NewEvent("user_prompt", "s-two", "what did we do about the pool timeout?", "t5")])
+        mem.store.record_injection(asked.inserted[0], "s-two", record)
         return {"project_id": mem.project.id, "answer": answer}
 
 

@@ -14,12 +14,15 @@ from memlane.store.db import Event, Store
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from memlane.context.service import PromptContext
+    from memlane.retrieval.select import Injection, Item
 
 HEADER = "memlane: relevant memory from earlier sessions in this project (expand with `memlane show mem:ID`)."
+FULL_TITLE = "## Relevant memories (in full)"
+INDEX_TITLE = "## Possibly relevant (index: open one with `memlane show mem:ID` or the mem-details tool)"
 START_HEADER = "memlane: where this project left off (expand with `memlane show mem:ID`)."
 CHANGED_HEADER = "memlane: the project's rules or workflow progress changed since this session started."
 
@@ -56,54 +59,104 @@ def retrieval_query(prompt: str, cfg: Config) -> str:
     return query_of(filter_text(prompt, cfg.privacy).text)
 
 
-def prompt_hits(store: Store, prompt: str, cfg: Config, exclude_ids: Sequence[str] = ()) -> list[Any]:
-    """Full-text memories for a prompt, scored and gated exactly as the daemon's hybrid path gates them.
+def prompt_hits(store: Store, prompt: str, cfg: Config, exclude_ids: Sequence[str] = ()) -> Injection:
+    """Full-text memories for a prompt, in the two tiers exactly as the daemon's hybrid path chooses them.
 
-    This is the answer when the daemon is down or late: the same retriever and the same gate with the
+    This is the answer when the daemon is down or late: the same retriever and the same tiers with the
     text-only model, so an exact identifier or error code finds the same memory either way, and a
     prompt that shares only common words with history gets nothing.
     """
+    from memlane.retrieval.select import Injection, by_support, choose
+
     if len(prompt.strip()) < cfg.injection.min_prompt_chars:
-        return []
+        return Injection()
     from memlane.retrieval.hybrid import Retriever
-    from memlane.retrieval.select import by_support, select_for_injection
 
     prompt = query_of(prompt)  # a pasted 19 MB log costs what its head and tail cost
     hits = Retriever(store, cfg).search(
         prompt, limit=cfg.retrieval.candidates, exclude_ids=exclude_ids, current_first=False
     )
-    hits = by_support(hits, cfg.injection.max_results * 3)
+    hits = by_support(hits, candidates_kept(cfg))
     # no vectors: no similarity-based supersession
-    return select_for_injection(hits, None, cfg, store)
+    return choose(hits, None, cfg, store)
+
+
+def candidates_kept(cfg: Config) -> int:
+    """How many of a prompt's candidates (best P first) the tiers look at: room for both."""
+    return cfg.injection.max_results * 3 + cfg.injection.index_max
 
 
 def prompt_memories(store: Store, prompt: str, cfg: Config, exclude_ids: Sequence[str] = ()) -> list[Event]:
-    """The events of ``prompt_hits``."""
-    return [h.event for h in prompt_hits(store, prompt, cfg, exclude_ids)]
+    """The events of ``prompt_hits``, both tiers (full first)."""
+    return [h.event for h in prompt_hits(store, prompt, cfg, exclude_ids).hits]
 
 
-def compose(task: str, cfg: Config, context: PromptContext | None, lines: Sequence[str], header: str) -> str:
-    """The body ``lines`` composed with ``context`` for ``task`` (docs/context.md); '' when nothing to say."""
+def compose(task: str, cfg: Config, context: PromptContext | None, body: Any, header: str) -> str:
+    """``body`` (lines, or a function of the room left) composed with ``context`` for ``task``
+    (docs/context.md); '' when nothing to say."""
     from memlane.context.compose import PromptComposer
 
-    if task == "prompt_injection" and not lines:
+    if isinstance(body, list | tuple):
+        body = "\n".join(body)
+    if task == "prompt_injection" and not body:
         header = CHANGED_HEADER  # only the persistent block can still have something new
-    return PromptComposer(cfg).compose(task, context, "\n".join(lines), header=header)
+    return PromptComposer(cfg).compose(task, context, body, header=header)
 
 
-def hits_context(hits: Sequence[Any], cfg: Config, current: str = "", context: PromptContext | None = None) -> str:
-    """Injection text for scored hits; memories of another project (cross-project on) say so."""
-    lines = []
-    for hit in hits:
-        event = hit.event
-        day = event.ts[:16].replace("T", " ")
-        origin = f" [project {event.project_id}]" if current and event.project_id != current else ""
-        lines.append(
-            f"- [{event.cite}] ({hit.confidence}, {hit.score:.2f}) {day}{origin} "
-            f"{event.type.replace('_', ' ')}: {one_line(event.content, 240)}"
-        )
-    others = {h.event.project_id for h in hits} - {current} if current else set()
-    return compose("prompt_injection", cfg, context, lines, header_for(len(others)))
+def hits_context(chosen: Injection, cfg: Config, current: str = "", context: PromptContext | None = None) -> str:
+    """Injection text for a prompt's two tiers; memories of another project (cross-project on) say so.
+
+    The full tier comes first, each memory whole or cut to its share of the room; the index tier follows
+    under its own heading, one line each. Either section may be absent; each line keeps its citation.
+    """
+    if not chosen:
+        return compose("prompt_injection", cfg, context, "", HEADER)
+
+    def origin(event: Event) -> str:
+        return f" [project {event.project_id}]" if current and event.project_id != current else ""
+
+    from memlane.retrieval.select import index_line
+
+    index = [index_line(h.event, cfg.injection.gist_chars, origin(h.event)) for h in chosen.index]
+
+    def body(room: int) -> str:
+        parts: list[str] = []
+        if index:
+            parts = [INDEX_TITLE, *index]
+        left = room - sum(len(p) + 1 for p in parts)
+        if chosen.items and left > len(FULL_TITLE) + 80:
+            left -= len(FULL_TITLE) + 1
+            full: list[str] = []
+            for n, item in enumerate(chosen.items):
+                lines = item_lines(item, left // (len(chosen.items) - n), cfg, origin)
+                full.extend(lines)
+                left -= sum(len(line) + 1 for line in lines)
+            if full:
+                parts = [FULL_TITLE, *full, *parts]
+        return "\n".join(parts)
+
+    others = {h.event.project_id for h in chosen.hits} - {current} if current else set()
+    return compose("prompt_injection", cfg, context, body, header_for(len(others)))
+
+
+def item_lines(item: Item, room: int, cfg: Config, origin: Callable[[Event], str]) -> list[str]:
+    """One full-tier item within ``room`` characters: its lead memory whole (up to ``injection.full_chars``),
+    then one line each for the prompt that asked and the exchange's other matching memories."""
+    lead, rest = item.lead, item.hits[1:]
+    context = [item.asked] if item.asked is not None else []
+    context += [h.event for h in rest]
+    tails = [f"  · [{e.cite}] {e.type.replace('_', ' ')}: {one_line(e.content, 160)}" for e in context]
+    event = lead.event
+    best = max(item.hits, key=lambda h: h.score)  # the item's tier and score: its answer may have come along
+    day = event.ts[:16].replace("T", " ")
+    kind = event.type.replace("_", " ")
+    head = f"- [{event.cite}] ({best.confidence}, {best.score:.2f}) {day}{origin(event)} {kind}: "
+    share = min(cfg.injection.full_chars, room - sum(len(t) + 1 for t in tails) - 1) - len(head)
+    while share < 80 and tails:  # the lead first: context lines go before it is cut to a stub
+        share += len(tails.pop()) + 1
+    if share < 40:
+        return []
+    return [head + one_line(event.content, share), *tails]
 
 
 def header_for(other_projects: int) -> str:
@@ -116,7 +169,23 @@ def header_for(other_projects: int) -> str:
 def prompt_context(
     store: Store, prompt: str, cfg: Config, exclude_ids: Sequence[str] = (), context: PromptContext | None = None
 ) -> str:
-    return hits_context(prompt_hits(store, prompt, cfg, exclude_ids), cfg, context=context)
+    chosen = prompt_hits(store, prompt, cfg, exclude_ids)
+    record(store, exclude_ids, chosen, "text")
+    return hits_context(chosen, cfg, context=context)
+
+
+def record(store: Store, exclude_ids: Sequence[str], chosen: Injection, mode: str) -> None:
+    """Log what the prompt (the first of ``exclude_ids``: the hook's stored prompt) was told; never fails the hook."""
+    if not exclude_ids:
+        return
+    try:
+        prompt = store.get(exclude_ids[0])
+        if prompt is not None and prompt.type == "user_prompt":
+            store.record_injection(prompt.id, prompt.session_id, chosen.record(mode))
+    except Exception as exc:  # noqa: BLE001 - the log is for people; the prompt's answer must not depend on it
+        from memlane.logs import log
+
+        log("inject", "warning", f"injection not logged: {exc!r}")
 
 
 def session_start_context(

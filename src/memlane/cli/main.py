@@ -23,6 +23,7 @@ from memlane.cli import (
     context_cmd,
     daemon_cmd,
     dashboard_cmd,
+    endless_cmd,
     importer,
     knowledge_cmd,
     learning_cmd,
@@ -395,6 +396,11 @@ def stats(obj: Ctx, as_json: bool) -> None:
         ("insights", _insights_line(learned)),
         ("store", f"{render.human_bytes(data['db_bytes'])}  {data['db_path']}"),
     ]
+    endless = data.get("endless")
+    if endless:
+        rows.append(("mode", endless["mode"]))
+        rows.append(("continuity", endless_cmd.continuity_text(endless["continuity"])))
+        rows.extend(("", reason) for reason in (endless["continuity"] or {}).get("detail", {}).get("reasons", []))
     render.kv_table(rows)
 
 
@@ -583,6 +589,7 @@ for _command in (
     knowledge_cmd.rebuild,
     learning_cmd.citations_group,
     learning_cmd.insights_group,
+    endless_cmd.endless_group,
     team_cmd.team_group,
     team_cmd.migrate,
 ):

@@ -156,7 +156,7 @@ register_task(
         "Claude Code UserPromptSubmit: memories relevant to the prompt; rules again only when they changed.",
         persistent="on_change",
         require=("persistent", "body"),
-        body_title="## Relevant memories",
+        body_title=None,  # the body has a section per tier (capture.inject.hits_context)
         hide_keys=_HOOK_HIDDEN,
         hide_agent_loaded=True,
         budget="injection",

@@ -8,6 +8,8 @@ Two kinds:
   to date with the event log; ``GraduationJob`` then settles the learning loop (usage from the injection
   records and fetches, the LLM extractor's answers, levels promoted and demoted). The loop sleeps 50 ms after
   a round with work and 2 s after an idle one, and the daemon does not go idle while a round finds work.
+  ``EndlessJob`` keeps endless mode's working set, continuity scores and consolidated memories up to date
+  (``memlane/endless``), consolidating when due.
 - **upkeep, when due** (``Job``: a ``name``, an ``interval_s`` and ``run(cfg) -> str | None``, a line for the log
   when it did something): ``PruneStores`` keeps every project's store within ``storage.max_size_mb``
   (``memlane.retention``); ``CleanOutbox`` removes embedding jobs done more than ``DONE_KEPT_DAYS`` ago
@@ -101,10 +103,50 @@ class GraduationJob(ProjectJob):
         return derived.settle(mem.store, limit=self.BATCHES)
 
 
+class EndlessJob(ProjectJob):
+    """Keeps endless mode's state up to date with the projected marks (``memlane.endless``): every project's
+    continuity scores and working set at most every ``REFRESH_S`` once new marks came in (SessionStart only reads
+    the working set), and its consolidation when due (``endless.consolidate_*``: after enough new events, an
+    interval, or once the project is idle), within ``BUDGET_S`` a round; what is left stays queued."""
+
+    name = "endless"
+    REFRESH_S = 2.0
+    BUDGET_S = 0.3
+
+    def __init__(self, gate: Gate | None = None, stop: threading.Event | None = None) -> None:
+        super().__init__(gate, stop)
+        self.refreshed: dict[str, float] = {}
+
+    def step(self, mem: Memory) -> int:
+        from memlane.endless import service, working_set
+
+        store = mem.store
+        if store.ephemeral or not hasattr(store, "working_set"):
+            return 0
+        now = time.monotonic()
+        why = service.consolidation_due(store, mem.config)
+        if not why and now - self.refreshed.get(mem.project.id, -self.REFRESH_S) < self.REFRESH_S:
+            return 0
+        if not why and not store.dirty_sessions(1) and not working_set.stale(store, mem.config):
+            return 0
+        self.quiet()
+        done = service.refresh(store, mem.config, consolidate=bool(why), budget_s=self.BUDGET_S)
+        self.refreshed[mem.project.id] = time.monotonic()
+        if done["consolidated"]:
+            left = store.dirty_topic_count()
+            log(
+                "daemon",
+                "info",
+                f"endless: {mem.project.id}: consolidated {done['consolidated']} topic(s) ({why})"
+                + (f", {left} still queued" if left else ""),
+            )
+        return done["consolidated"] + done["scored"] + int(done["working_set"])
+
+
 def default_jobs(cfg: config.Config, gate: Gate | None = None, stop: threading.Event | None = None) -> list[ProjectJob]:
     """The per-project jobs the daemon runs, in order, for each project after its embedding step."""
     del cfg  # jobs read their settings from the project's config when they need any
-    return [ProjectionJob(gate, stop), GraduationJob(gate, stop)]
+    return [ProjectionJob(gate, stop), GraduationJob(gate, stop), EndlessJob(gate, stop)]
 
 
 # ---- upkeep, when due --------------------------------------------------------------------------------------------

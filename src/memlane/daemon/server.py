@@ -268,12 +268,18 @@ class Daemon:
             return self._inject_into(mem, body, prompt, list(value or []))
 
     def _inject_into(self, mem: Memory, body: dict[str, Any], prompt: str, exclude_ids: list[str]) -> dict[str, Any]:
-        from memlane.capture.inject import hits_context, retrieval_query
+        from memlane.capture.inject import hits_context, record, retrieval_query
 
-        hits = self.engine.relevant(mem, retrieval_query(prompt, mem.config), exclude_ids)
+        chosen = self.engine.relevant(mem, retrieval_query(prompt, mem.config), exclude_ids)
         context = context_routes.inject_context(self, mem, body)
-        text = hits_context(hits, mem.config, mem.project.id, context)
-        return {"context": text, "results": [h.event.cite for h in hits]}
+        text = hits_context(chosen, mem.config, mem.project.id, context)
+        record(mem.store, exclude_ids, chosen, "hybrid" if self.engine.vectors else "text")
+        return {
+            "context": text,
+            "results": [h.event.cite for h in chosen.hits],
+            "full": [h.event.cite for h in chosen.full],
+            "index": [h.event.cite for h in chosen.index],
+        }
 
     def _inject_warm(self, body: dict[str, Any], proj: Any, store: Any) -> dict[str, Any]:
         """``/api/inject`` for a hook this daemon runs: on the hook's own project and open store (the body is

@@ -282,8 +282,10 @@ def build_server(
         "it finds.",
     )
     def mem_insights(
-        query: Annotated[str | None, Field(description="Words to look for (optional).",
-                                           json_schema_extra={"maxLength": MAX_QUERY_CHARS})] = None,
+        query: Annotated[
+            str | None,
+            Field(description="Words to look for (optional).", json_schema_extra={"maxLength": MAX_QUERY_CHARS}),
+        ] = None,
         types: Annotated[
             list[str] | None,
             Field(description="Only these kinds.", json_schema_extra=INSIGHT_ITEMS),

@@ -341,8 +341,7 @@ class MemoryTools:
         if missing:
             lines.append(f"Not found: {', '.join(missing)}")
         events = [
-            {**_public(e), "content": capped(e.content, max_chars), "level": level_of(learned.get(e.id))}
-            for e in found
+            {**_public(e), "content": capped(e.content, max_chars), "level": level_of(learned.get(e.id))} for e in found
         ]
         return self.reply(lines, {"events": events, "missing": missing})
 

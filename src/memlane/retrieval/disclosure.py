@@ -5,13 +5,13 @@ Layer 1 (index): citation, one-line summary, score, confidence, time — a few d
 Layer 2 (timeline): the neighbouring events of the same session around a result.
 Layer 3 (full): the whole event with its metadata.
 
-``smart`` expands by the spec's rules (§5.1), on memlane's score scale (``retrieval.*`` thresholds):
+``smart`` expands by the spec's rules (§5.1), read from the injection tiers (``scoring.tier``: "high"
+would be injected in full, "suggested" offered as an index line):
 
-- **high_confidence** — a single result at or above ``high_threshold``: its full detail;
-- **clear_winner** — the top result is "high" (at or above ``high_threshold`` with a lead of ``high_gap``
-  over the best result of another session): its full detail;
-- **ambiguous_results** — no winner, but three or more results at or above ``high_threshold - high_gap``:
-  the timelines of the top three (what happened around each tells them apart), no details;
+- **high_confidence** — a single result, and it is "high": its full detail;
+- **clear_winner** — the top result is "high" and no result of another session is: its full detail;
+- **ambiguous_results** — no winner, but three or more results are "high" or "suggested": the timelines of
+  the top three (what happened around each tells them apart), no details;
 - **low_confidence** — otherwise nothing is expanded.
 
 Every layer honours the token budget (§5.2, ≈ 4 characters a token): index rows first, best first, as many
@@ -60,7 +60,8 @@ def index_row(hit: Hit) -> dict[str, Any]:
         "session_id": e.session_id,
         "rank": round(sigmoid(rank), 3) if rank is not None else round(hit.score, 3),
         "score": round(hit.score, 3),
-        "confidence": hit.confidence,
+        "confidence": hit.shown or hit.confidence,
+        "tier": hit.confidence,  # what a prompt would do with it: high = in full, suggested = an index line
         "summary": one_line(e.content),
     }
 
@@ -129,13 +130,14 @@ def plan(hits: Sequence[Hit], rcfg: Any) -> Expansion:
     if not hits:
         return Expansion("no_results")
     top = hits[0]
-    if len(hits) == 1 and top.score >= rcfg.high_threshold:
+    if len(hits) == 1 and top.confidence == "high":
         return Expansion("high_confidence", details=[top.event.id])
-    if top.confidence == "high":
+    rivals = [h for h in hits[1:] if h.event.session_id != top.event.session_id and h.confidence == "high"]
+    if top.confidence == "high" and not rivals:
         return Expansion("clear_winner", details=[top.event.id])
-    floor = max(rcfg.high_threshold - rcfg.high_gap, rcfg.suggest_threshold)
-    if len(hits) >= SMART_TIMELINES and hits[SMART_TIMELINES - 1].score >= floor:
-        return Expansion("ambiguous_results", timelines=[h.event.id for h in hits[:SMART_TIMELINES]])
+    shown = [h for h in hits if h.confidence in ("high", "suggested")]
+    if len(shown) >= SMART_TIMELINES:
+        return Expansion("ambiguous_results", timelines=[h.event.id for h in shown[:SMART_TIMELINES]])
     return Expansion("low_confidence")
 
 

@@ -19,7 +19,7 @@ from typing import Any
 from memlane import config
 from memlane.logs import log
 from memlane.retrieval.hybrid import Hit, Retriever
-from memlane.retrieval.select import by_support, select_for_injection
+from memlane.retrieval.select import Injection, by_support, choose
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -215,7 +215,9 @@ class Engine:
         for row in answer["results"]:
             event = memory.store.get(str(row.get("id", "")))
             if event is not None:  # forgotten since the daemon read it
-                hits.append(Hit(event, float(row["score"]), dict(row.get("sources") or {}), str(row["confidence"])))
+                hit = Hit(event, float(row["score"]), dict(row.get("sources") or {}), str(row["confidence"]))
+                hit.shown = row.get("shown") or None
+                hits.append(hit)
         return hits
 
     def _daemon_coming(self) -> bool:
@@ -277,18 +279,20 @@ class Engine:
             self.prepared["used"] += future is not None
             return future
 
-    def relevant(self, memory: Memory, prompt: str, exclude_ids: list[str] | None = None) -> list[Hit]:
-        """Memories worth injecting for a prompt: above the inject threshold, at most max_results."""
+    def relevant(self, memory: Memory, prompt: str, exclude_ids: list[str] | None = None) -> Injection:
+        """What a prompt is given: the two tiers (full and index lines) of ``select.choose``."""
         cfg = memory.config
         prepared = self._take_prepared(prompt)
         if len(prompt.strip()) < cfg.injection.min_prompt_chars:
-            return []
+            return Injection()
         if self.embedder is None or self.index_for(memory) is None:
-            # Without vectors: the text-only model and the same gate, as the hooks' fallback uses.
+            # Without vectors: the text-only model and the same tiers, as the hooks' fallback uses.
             from memlane.capture.inject import prompt_hits
 
             return prompt_hits(memory.store, prompt, cfg, exclude_ids or [])
-        # Not current_first: select_for_injection leaves superseded memories out by the same rule.
+        from memlane.capture.inject import candidates_kept
+
+        # Not current_first: choose() leaves superseded memories out by the same rule.
         hits = self.search(
             memory,
             prompt,
@@ -297,12 +301,12 @@ class Engine:
             query_vector=prepared,
             current_first=False,
         )
-        hits = by_support(hits, cfg.injection.max_results * 3)
-        cfg = fitted_config(cfg, self.embedder)  # the gate's similarity thresholds, as the search's weights
+        hits = by_support(hits, candidates_kept(cfg))
+        cfg = fitted_config(cfg, self.embedder)  # the tiers' similarity thresholds, as the search's weights
         if cfg.retrieval.cross_project:
             hits.extend(self._other_projects(memory, prompt, cfg.injection.max_results))
             hits.sort(key=lambda h: -h.score)
-        return select_for_injection(hits, self.index_for(memory), cfg, memory.store)
+        return choose(hits, self.index_for(memory), cfg, memory.store)
 
     def _other_projects(self, memory: Memory, prompt: str, limit: int) -> list[Hit]:
         """Only when the user enabled ``retrieval.cross_project``: memories of their other projects."""

@@ -79,19 +79,25 @@ class Prepared:
 
 
 class Hit:
-    __slots__ = ("confidence", "event", "score", "sources")
+    """A search result: the event, its P (``score``), its evidence (``sources``), its tier (``confidence``: what
+    a prompt would do with it) and ``shown``, the label search lists it with (the tier rule read from the
+    order, so labels fall down the list; None where no order was computed)."""
+
+    __slots__ = ("confidence", "event", "score", "shown", "sources")
 
     def __init__(self, event: Event, score: float, sources: dict[str, float], confidence: str = "none") -> None:
         self.event = event
         self.score = score
         self.sources = sources
         self.confidence = confidence
+        self.shown: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
             **self.event.as_dict(),
             "score": round(self.score, 4),
             "confidence": self.confidence,
+            "shown": self.shown,
             "sources": {k: round(v, 4) for k, v in self.sources.items()},
         }
 
@@ -346,8 +352,12 @@ class Retriever:
         ranked.sort(key=lambda c: (c.ts, c.event.seq if c.event else 0), reverse=True)  # ties: newest first
         order = {c.event_id: _order(c, rcfg) for c in ranked}
         ranked.sort(key=lambda c: -order[c.event_id])
+        # What the list is sorted by (log-odds), and how far that stands above the same background, for the CLI
+        # to show: a label read from the shown number falls as the list does (the tier, from P, need not).
+        level_key = scoring.background(list(order.values()), scoring.logit(scoring.no_evidence(rcfg, bool(near))))
         for c in ranked[: max(limit, EXCHANGE_DEPTH)]:
-            c.sources["rank"] = order[c.event_id]  # what the list is sorted by (log-odds), for the CLI to show
+            c.sources["rank"] = order[c.event_id]
+            c.sources["rank_lift"] = order[c.event_id] - level_key
         if current_first:  # over the head whose events _exchange_support has read anyway
             head = self._resolve(ranked, max(limit, EXCHANGE_DEPTH), filters)
             hits = select.current_first(head, self.store, limit)
@@ -355,9 +365,13 @@ class Retriever:
             hits = resolved.current_first(hits, self.store, lambda e: _passes(e, filters), set(exclude_ids))[:limit]
         else:
             hits = self._resolve(ranked, limit, filters)
-        labels = scoring.classify([h.score for h in hits], rcfg, [h.event.session_id for h in hits])
-        for hit, label in zip(hits, labels, strict=True):
-            hit.confidence = "superseded" if "superseded" in hit.sources else label
+        level = scoring.background([c.score for c in ranked], scoring.no_evidence(rcfg, bool(near)))
+        for hit in hits:
+            hit.sources["lift"] = rise = scoring.lift(hit.score, level)
+            hit.confidence = "superseded" if "superseded" in hit.sources else scoring.tier(hit.score, rise, rcfg)
+            if hit.confidence != "superseded" and "rank_lift" in hit.sources:
+                key = hit.sources["rank"]
+                hit.shown = scoring.tier(scoring.sigmoid(key), hit.sources["rank_lift"], rcfg)
         return hits
 
     def _exchange_support(self, ranked: list[_Candidate], weight: float, exclude: set[str]) -> list[_Candidate]:

@@ -15,9 +15,13 @@ and they are combined by logistic regression, ``P = sigmoid(w · features)``, wi
 dev split of the retrieval benchmarks (``benchmarks/calibrate.py``). Nothing saturates: an earlier
 version mapped any cosine ≥ 0.55 to full evidence and fused with a noisy-OR, so in a one-subject
 store most candidates scored ~0.99 and noise decided the order. With a linear logit, lexical evidence
-keeps ordering candidates that are all on-topic, and ``P`` is a probability the gate can use:
-"suggested" at ``suggest_threshold``, "high" at ``high_threshold`` with a lead over the best result
-from another session.
+keeps ordering candidates that are all on-topic, and ``P`` is a probability the tiers can use.
+
+The tiers read ``P`` against the query's own background (``background``, ``lift``): the level of the
+candidates ranked 11th–30th, which match the query's words or topic without being what it asks for. In a
+store about one subject that level is high, in a store of unrelated chats it is low; a memory's lift —
+its log-odds above that level — means the same in both, where a fixed threshold on ``P`` does not
+(``tier``: "high" → injected in full, "suggested" → an index line, "none").
 
 Recency, a small prior by event type and a time named in the query only reorder results, and only
 near-ties (``rank_key``: at most ``nudge_margin`` in log-odds, as support from the session and the
@@ -147,29 +151,46 @@ def rank_key(
     return key
 
 
-def classify(scores: list[float], cfg: RetrievalConfig, groups: list[str] | None = None) -> list[str]:
-    """Per result (in rank order): 'high', 'suggested' or 'none'. High needs a lead over the runner-up.
+BACKGROUND_RANKS = (10, 30)  # the candidates whose median P is a query's background
+MIN_BACKGROUND = 12  # fewer candidates than this: too few for a level (``no_evidence`` stands in)
 
-    Only the first result can be 'high' (a clear winner at the top of the list): it must reach
-    ``high_threshold`` and lead every result from another group by ``high_gap``. With ``groups`` (each
-    result's session), the runner-up is the best result from another group: a question and its answer
-    both matching is support for the top result, not competition. A result further down with a higher P
-    than the first (a session's support lifts P more than the order) keeps the first from being 'high',
-    so 'high' never sits below a 'suggested' that outranks it.
+
+def no_evidence(cfg: RetrievalConfig, vectors: bool) -> float:
+    """The P of a memory with no evidence at all (no shared word, an unrelated vector): the model's bias."""
+    return sigmoid((cfg.hybrid_weights if vectors else cfg.text_weights)[0])
+
+
+def background(scores: list[float], floor: float) -> float:
+    """The level of a query's on-topic non-answers: the median of its candidates ranked 11th–30th (P, or the
+    order's log-odds for the label search shows).
+
+    A query's candidates are the best 50 of each index; past the first ten they are memories that share
+    its words or subject without answering it, so their level says how much evidence "on topic" earns in
+    this store for this query. With fewer than ``MIN_BACKGROUND`` candidates there is no such level, and
+    ``floor`` (``no_evidence``) stands in: a memory's lift is then its own evidence.
     """
-    groups = groups or [str(i) for i in range(len(scores))]
-    best = 0
-    rivals = [s for i, (s, g) in enumerate(zip(scores, groups, strict=True)) if i != best and g != groups[best]]
-    runner_up = max(rivals, default=0.0)
-    labels = []
-    for i, score in enumerate(scores):
-        if i == best and score >= cfg.high_threshold and score - runner_up >= cfg.high_gap:
-            labels.append("high")
-        elif score >= cfg.suggest_threshold:
-            labels.append("suggested")
-        else:
-            labels.append("none")
-    return labels
+    if len(scores) < MIN_BACKGROUND:
+        return floor
+    ranked = sorted(scores, reverse=True)[BACKGROUND_RANKS[0] : BACKGROUND_RANKS[1]]
+    return max(ranked[len(ranked) // 2], floor)
+
+
+def lift(score: float, level: float) -> float:
+    """How far ``score`` stands above the query's background, in log-odds."""
+    return logit(score) - logit(level)
+
+
+def tier(score: float, rise: float, cfg: RetrievalConfig) -> str:
+    """'high' (injected in full), 'suggested' (an index line) or 'none', from P and its lift.
+
+    High needs both a clear lift and a P worth stating in full; suggested needs only the lift, so a
+    paraphrase whose words the memory does not share can still be offered as a line to open.
+    """
+    if rise >= cfg.high_lift and score >= cfg.high_min_score:
+        return "high"
+    if rise >= cfg.suggest_lift:
+        return "suggested"
+    return "none"
 
 
 def idf(doc_count: int, df: int) -> float:

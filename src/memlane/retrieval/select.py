@@ -1,4 +1,12 @@
-"""What a prompt gets from the ranked hits: the gate, the adaptive count, and stale memories left out.
+"""What a prompt gets from the ranked hits: two tiers, and stale memories left out of both.
+
+- **Full** (``high``): memories whose score stands clearly above the query's background
+  (``scoring.tier``) are injected in full, up to ``injection.max_results``, the count following
+  confidence (a further one needs ``inject_relative`` of the best score).
+- **Index** (``suggested``): the next memories that stand above the background are offered as one
+  line each — citation, type, time and a gist — up to ``injection.index_max`` lines within
+  ``injection.index_tokens``. A wrong line costs a few tokens; a missing right one costs the answer.
+- A memory a later edit replaced is in neither tier (``drop_replaced``); its replacement takes its place.
 
 Shared by every path that injects (the daemon, the hooks' full-text fallback, the benchmarks), so
 they cannot disagree; search orders stale memories by the same rule (``current_first``). Stdlib
@@ -19,27 +27,154 @@ if TYPE_CHECKING:
     from memlane.retrieval.hybrid import Hit
     from memlane.store.db import Event
 
+CHARS_PER_TOKEN = 4  # as progressive disclosure counts; a CJK character counts as a token of its own
 
-def select_for_injection(hits: list[Hit], index: Any, cfg: Config, store: Any = None) -> list[Hit]:
-    """What a prompt gets: the gated hits, without memories a newer one on the same subject replaces.
+
+def tokens(text: str) -> int:
+    """About how many tokens ``text`` costs the model: 4 characters a token, a CJK character one."""
+    wide = sum(1 for ch in text if ord(ch) >= 0x1100)
+    return (len(text) - wide + CHARS_PER_TOKEN - 1) // CHARS_PER_TOKEN + wide
+
+
+class Item:
+    """One memory of the full tier: the matching events of one exchange (a prompt and what followed it),
+    led by its answer when that is among them, with the prompt that asked when the prompt is not."""
+
+    __slots__ = ("asked", "hits")
+
+    def __init__(self, hits: list[Hit], asked: Event | None = None) -> None:
+        self.hits = hits
+        self.asked = asked
+
+    @property
+    def lead(self) -> Hit:
+        return self.hits[0]
+
+
+class Injection:
+    """What one prompt is given: ``items`` (the full tier, one exchange each), ``index`` (one line each, to
+    open on demand), and ``left_out``: the candidates considered and why each was not shown."""
+
+    __slots__ = ("index", "items", "left_out")
+
+    def __init__(
+        self,
+        items: list[Item] | None = None,
+        index: list[Hit] | None = None,
+        left_out: list[tuple[Hit, str]] | None = None,
+    ) -> None:
+        self.items = items or []
+        self.index = index or []
+        self.left_out = left_out or []
+
+    def __bool__(self) -> bool:
+        return bool(self.items or self.index)
+
+    @property
+    def full(self) -> list[Hit]:
+        """Every memory of the full tier, item by item."""
+        return [h for item in self.items for h in item.hits]
+
+    @property
+    def hits(self) -> list[Hit]:
+        return self.full + self.index
+
+    def record(self, mode: str) -> dict[str, Any]:
+        """The injection log's row: ids, citations and scores, never content."""
+
+        def row(h: Hit, reason: str = "") -> dict[str, Any]:
+            out = {"id": h.event.id, "cite": h.event.cite, "score": round(h.score, 4), "confidence": h.confidence}
+            if "lift" in h.sources:
+                out["lift"] = round(h.sources["lift"], 3)
+            if reason:
+                out["reason"] = reason
+            return out
+
+        return {
+            "mode": mode,
+            "full": [{**row(h), "item": n} for n, item in enumerate(self.items) for h in item.hits],
+            "index": [row(h) for h in self.index],
+            "left_out": [row(h, why) for h, why in self.left_out],
+        }
+
+
+def choose(hits: list[Hit], index: Any, cfg: Config, store: Any = None) -> Injection:
+    """The two tiers for a prompt's hits (best first), without memories a later edit replaced.
 
     With ``store``, a replaced answer takes the prompt that asked for it along, and the edit that
-    replaced a chosen memory is looked up even when it is not among the hits (``drop_replaced``).
+    replaced a chosen memory is looked up even when it is not among the hits (``drop_replaced``); the
+    full tier is grouped by exchange (``items``).
     """
-    rcfg, most = cfg.retrieval, cfg.injection.max_results
-    hits = drop_replaced(hits, store)
-    chosen = gate(hits, rcfg, most)
-    if store is not None and chosen and (edits := later_edits(chosen, store)):
-        hits = drop_replaced(hits, store, edits)
-        chosen = gate(hits, rcfg, most)
+    considered = list(hits)
+    kept = drop_replaced(hits, store)
+    full = full_tier(kept, cfg)
+    if store is not None and kept and (edits := later_edits(full or kept[: cfg.injection.index_max], store)):
+        kept = drop_replaced(kept, store, edits)
+        full = full_tier(kept, cfg)
     # Repeats go last: a prompt's vector, repeated in its session's summary, is what tells the
     # supersession check that an older memory is on its subject; dropped earlier, it let superseded
     # answers through.
-    return drop_repeated(supersede(chosen, index, rcfg.supersede_similarity))
+    first = full
+    current = supersede(full, index, cfg.retrieval.supersede_similarity)
+    older = {h.event.id for h in first} - {h.event.id for h in current}
+    full = drop_repeated(current)
+    items = group(full, store, cfg.injection.max_results)
+    full = [h for item in items for h in item.hits]
+    # A memory the full tier dropped as older on the same subject, or as a repeat, is not offered as a line.
+    lines = index_tier([h for h in kept if h not in first], full, cfg)
+    # The similarity rule holds for the lines too: an older memory on the subject of a shown newer one is not
+    # offered (conversation dev: stale answers shown alone 8 → 4, evidence reachable 0.39 → 0.36; replay as before).
+    survivors = {h.event.id for h in supersede(full + lines, index, cfg.retrieval.supersede_similarity)}
+    older |= {h.event.id for h in lines if h.event.id not in survivors}
+    lines = [h for h in lines if h.event.id in survivors]
+    shown = {h.event.id for h in full + lines}
+    kept_ids = {h.event.id for h in kept}
+    left_out = [(h, _why(h, kept_ids, older)) for h in considered if h.event.id not in shown]
+    return Injection(items, lines, left_out)
+
+
+def group(full: list[Hit], store: Any, most: int) -> list[Item]:
+    """The full tier's memories as items, one per exchange, in order of each exchange's best memory, at most
+    ``most``; an item is led by its answer (agent response, summary) when it has one. Without a store every
+    memory is its own item."""
+    prompts: dict[str, Event] = {}
+    if store is not None and full:
+        try:
+            prompts = store.exchange_prompts([h.event for h in full if h.event.type != "user_prompt"])
+        except Exception as exc:  # noqa: BLE001 - a failed read must not stop the injection
+            log("retrieval", "warning", f"exchange lookup skipped: {exc!r}")
+    members: dict[str, list[Hit]] = {}
+    for h in full:
+        key = prompts[h.event.id].id if h.event.id in prompts else h.event.id
+        members.setdefault(key, []).append(h)
+    items = []
+    for hs in list(members.values())[:most]:
+        hs.sort(key=lambda h: (h.event.type not in ANSWERS, -h.score))
+        in_item = {h.event.id for h in hs}
+        asked = next((prompts[h.event.id] for h in hs if h.event.id in prompts), None)
+        items.append(Item(hs, asked if asked is not None and asked.id not in in_item else None))
+    return items
+
+
+def _why(hit: Hit, kept: set[str], older: set[str]) -> str:
+    if hit.event.id not in kept:
+        return "replaced by a later edit"
+    if hit.event.id in older:
+        return "older than a memory shown on the same subject"
+    if hit.confidence == "none":
+        return "below the index tier"
+    if hit.confidence == "superseded":
+        return "superseded"
+    return "over the count or budget, or repeated"
+
+
+def select_for_injection(hits: list[Hit], index: Any, cfg: Config, store: Any = None) -> list[Hit]:
+    """The memories of both tiers (full first): what a prompt is shown."""
+    return choose(hits, index, cfg, store).hits
 
 
 def by_support(hits: list[Hit], n: int) -> list[Hit]:
-    """The ``n`` hits with the highest P, for the injection gate.
+    """The ``n`` hits with the highest P, for the tiers.
 
     Search order lets a session's or exchange's support lift a result only a little
     (``retrieval.support_margin``), so it keeps lexical evidence first; P keeps the whole lift, and
@@ -49,23 +184,60 @@ def by_support(hits: list[Hit], n: int) -> list[Hit]:
     return sorted(hits, key=lambda h: -h.score)[:n]
 
 
-def gate(hits: list[Hit], rcfg: Any, max_results: int) -> list[Hit]:
-    """The hits worth injecting: labelled, over the threshold, and close to the best one.
+def full_tier(hits: list[Hit], cfg: Config) -> list[Hit]:
+    """The memories injected whole: 'high', close to the best one, at most ``injection.max_results``.
 
     The count follows confidence: one strong memory is injected alone rather than padded with weak
     ones (a further hit needs ``inject_relative`` of the best score), except that a chosen session
-    without an answer among the chosen brings its best answer over the gate (``with_answers``).
+    without an answer among the chosen brings its best 'high' answer along (``with_answers``).
     """
-    passed = [h for h in hits if h.confidence not in ("none", "superseded") and h.score >= rcfg.inject_threshold]
-    if not passed:
+    most = cfg.injection.max_results
+    passed = [h for h in hits if h.confidence == "high"]
+    if not passed or most <= 0:
         return []
     best = max(h.score for h in passed)
     # Not one per session: tried, and a session's best-ranked event is often its summary or prompt
     # rather than the answer itself (coding replay dev: 0.61 → 0.47 of answers injected). One per
     # exchange, with the answer added, kept every answer on the replay but lost the user's own turn
     # beside the assistant's reply on LongMemEval (dev, every 5th: evidence injected 0.750 → 0.643).
-    chosen = [h for h in passed if h.score >= rcfg.inject_relative * best][:max_results]
-    return with_answers(chosen, passed, max_results)
+    chosen = [h for h in passed if h.score >= cfg.retrieval.inject_relative * best][: most * 3]
+    # An answer that stands out of the background completes its session's item, even if only 'suggested'.
+    answers = [h for h in hits if h.confidence in ("high", "suggested")]
+    return with_answers(chosen, answers, most * 3)  # ``group`` keeps ``most`` exchanges
+
+
+def index_tier(rest: list[Hit], full: list[Hit], cfg: Config) -> list[Hit]:
+    """The index lines: the best of ``rest`` that stand above the background, within the line count and the
+    token budget, leaving out a memory whose whole text a full memory already says."""
+    icfg = cfg.injection
+    said = [" ".join(h.event.content.split()) for h in full]
+    lines: list[Hit] = []
+    spent = 0
+    for h in rest:
+        if len(lines) >= icfg.index_max:
+            break
+        if h.confidence not in ("high", "suggested"):
+            continue
+        text = " ".join(h.event.content.split())
+        if any(text in other for other in said):
+            continue
+        cost = tokens(index_line(h.event, icfg.gist_chars))
+        if spent + cost > icfg.index_tokens:
+            break
+        lines.append(h)
+        said.append(text)
+        spent += cost
+    return lines
+
+
+def gist(text: str, limit: int) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def index_line(event: Event, gist_chars: int, origin: str = "") -> str:
+    """Layer 1 of progressive disclosure, as injected: citation, day, type and a one-line gist."""
+    return f"- [{event.cite}] {event.ts[:10]}{origin} {event.type.replace('_', ' ')}: {gist(event.content, gist_chars)}"
 
 
 def drop_repeated(chosen: list[Hit]) -> list[Hit]:

@@ -1,5 +1,5 @@
 """Reads for people browsing a store (the dashboard): pages by keyset, counts, new rows by seq, per-day
-activity, injection and outbox health, what redactions removed, and which prompts a memory was injected into.
+activity and outbox health, what redactions removed. (Injection figures: ``injections.py``.)
 
 Every read here is bounded: pages walk an index from a cursor (``(ts, seq)``) instead of OFFSET, so the
 10,000th page of a 100k-event project costs what the first does; the live stream asks only for rows with a
@@ -104,19 +104,6 @@ class BrowseStore(EventStore):
         ).fetchall()
         return [(str(d), int(n), int(s)) for d, n, s in rows]
 
-    def injection_counts(self) -> dict[str, int]:
-        """Prompts, prompts with an injection record, and prompts that were given memories (full or index)."""
-        prompts = self.db.execute("SELECT COUNT(*) FROM events WHERE type = 'user_prompt'").fetchone()[0]
-        # instr first: a text search skips the prompts without a record before any JSON is parsed.
-        row = self.db.execute(
-            "SELECT COUNT(*),"
-            " COALESCE(SUM(COALESCE(json_array_length(metadata, '$.injection.full'), 0)"
-            "   + COALESCE(json_array_length(metadata, '$.injection.index'), 0) > 0), 0)"
-            " FROM events WHERE type = 'user_prompt' AND instr(metadata, '\"injection\"') > 0"
-            " AND json_extract(metadata, '$.injection') IS NOT NULL"
-        ).fetchone()
-        return {"prompts": int(prompts), "recorded": int(row[0]), "injected": int(row[1])}
-
     def outbox_health(self, recent: int = 500) -> dict[str, Any]:
         """Jobs by status, the oldest job still waiting, and the average time from event to vector over
         the last ``recent`` jobs done (seconds)."""
@@ -153,16 +140,6 @@ class BrowseStore(EventStore):
                 if isinstance(n, int):
                     kinds[kind] = kinds.get(kind, 0) + n
         return kinds
-
-    def prompts_injecting(self, citation: str, limit: int = 20) -> list[Event]:
-        """Prompts whose recorded injection names ``citation`` (``mem:abc123``), newest first."""
-        rows = self.db.execute(
-            f"SELECT {EVENT_COLUMNS} FROM events WHERE type = 'user_prompt'"
-            " AND json_extract(metadata, '$.injection') IS NOT NULL AND instr(metadata, ?) > 0"
-            " ORDER BY seq DESC LIMIT ?",
-            (json.dumps(citation), limit),
-        ).fetchall()
-        return [event_from_row(r) for r in rows]
 
     def count_matches(self, words: Sequence[str], trigrams: Sequence[str], cap: int = COUNT_CAP) -> int:
         """Events holding every word (the word index) or every trigram (the CJK index), up to ``cap`` + 1."""

@@ -8,12 +8,15 @@
 - ``forget.py``      forget, redact in place, tombstones
 - ``outbox.py``      the embedding jobs the vectors worker claims and completes
 - ``imports.py``     the import ledger and the events an import made
+- ``injections.py``  what each prompt was told (the injection log)
 - ``sync_state.py``  team sync's local state, outgoing events, teammates' events pulled in (``memlane.sync``)
 - ``browse.py``      pages by cursor, counts, rows after a seq, per-day and health figures (the dashboard)
 - ``knowledge.py``   the knowledge tables (entries, entities, edges, task history, resolutions) and
                      projection offsets; ``replacements`` is the prompt path's read of them
 - ``learning.py``    the learning loop: fetches, memory usage, levels, insights, LLM answers (``learned`` is
                      the prompt path's read of them)
+- ``endless.py``     endless mode's tables (marks, sessions' continuity, the working set, consolidated memories)
+                     and the project's mode
 - ``records.py``     ``NewEvent``, ``Event``, ``AppendResult`` (no SQL)
 
 Writes happen in ``BEGIN IMMEDIATE`` transactions so concurrent hook processes serialise on
@@ -28,6 +31,7 @@ from __future__ import annotations
 
 from memlane.store.browse import BrowseStore
 from memlane.store.connection import REPAIR_SUFFIX, StoreDamaged, damage_message, is_damage
+from memlane.store.endless import EndlessStore
 from memlane.store.fulltext import (
     _MAX_QUERY_CHUNKS,
     POSTINGS_BUDGET,
@@ -37,6 +41,7 @@ from memlane.store.fulltext import (
     query_stopwords,
 )
 from memlane.store.imports import ImportsStore
+from memlane.store.injections import InjectionsStore
 from memlane.store.knowledge import KnowledgeStore
 from memlane.store.learning import LearningStore
 from memlane.store.outbox import OutboxStore
@@ -62,7 +67,17 @@ __all__ = [
 ]
 
 
-class Store(FullTextStore, SyncStore, OutboxStore, ImportsStore, BrowseStore, KnowledgeStore, LearningStore):
+class Store(
+    FullTextStore,
+    SyncStore,
+    OutboxStore,
+    ImportsStore,
+    InjectionsStore,
+    BrowseStore,
+    KnowledgeStore,
+    LearningStore,
+    EndlessStore,
+):
     """One project's memory database."""
 
     @classmethod

@@ -267,4 +267,3 @@ class Forgotten:
             or bool(self.before and ts and ts < self.before)
             or turn_of(dedupe_key) in self.turns
         )
-

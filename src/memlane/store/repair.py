@@ -222,15 +222,19 @@ def _is_id(value: Any) -> bool:
 
 
 _SHAPES: dict[str, Callable[[dict[str, Any]], bool]] = {
-    "tombstones": lambda r: r["scope"] in ("event", "session", "before", "project", "redact", "reimport")
-    and isinstance(r["ts"], str)
-    and isinstance(r["detail"], str),
-    "events": lambda r: _is_id(r["id"])
-    and r["type"] in EVENT_TYPES
-    and isinstance(r["session_id"], str)
-    and isinstance(r["ts"], str)
-    and isinstance(r["content"], str)
-    and isinstance(r["dedupe_key"], str),
+    "tombstones": lambda r: (
+        r["scope"] in ("event", "session", "before", "project", "redact", "reimport")
+        and isinstance(r["ts"], str)
+        and isinstance(r["detail"], str)
+    ),
+    "events": lambda r: (
+        _is_id(r["id"])
+        and r["type"] in EVENT_TYPES
+        and isinstance(r["session_id"], str)
+        and isinstance(r["ts"], str)
+        and isinstance(r["content"], str)
+        and isinstance(r["dedupe_key"], str)
+    ),
     "outbox": lambda r: _is_id(r["event_id"]) and r["status"] in ("pending", "processing", "done", "failed"),
 }
 

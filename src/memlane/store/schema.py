@@ -418,6 +418,23 @@ def _m10_knowledge(db: sqlite3.Connection) -> None:
     )
 
 
+def _m20_injections(db: sqlite3.Connection) -> None:
+    """What each prompt was told (``store/injections.py``): not derived from events, so kept by rebuild."""
+    _script(
+        db,
+        """
+        CREATE TABLE injections (
+            prompt_id  TEXT PRIMARY KEY REFERENCES events(id) ON DELETE CASCADE,
+            session_id TEXT NOT NULL,
+            ts         TEXT NOT NULL,
+            record     TEXT NOT NULL
+        );
+        CREATE INDEX injections_ts ON injections(ts);
+        CREATE INDEX injections_session ON injections(session_id, ts);
+        """,
+    )
+
+
 def _m40_learning(db: sqlite3.Connection) -> None:
     """The learning loop (issue 33, docs/learning.md): citation usage, graduation levels, insights, and the
     optional LLM extractor's answers.
@@ -582,6 +599,106 @@ def _m70_team_sync(db: sqlite3.Connection) -> None:
     )
 
 
+def _m90_endless(db: sqlite3.Connection) -> None:
+    """Endless mode (issue 34), all derived from ``events`` and rebuilt by ``memlane rebuild``: what each event
+    did (``endless_marks``: the file it changed, the command it ran, the decision or task it stated, one line
+    of fact each), each session's span and its continuity with the one before (``endless_sessions``), the
+    working set (``working_set``, a ranked snapshot the daemon keeps and SessionStart reads), consolidated
+    memories per long-running topic with their source events (``consolidated_*``), and the bookkeeping of the
+    daemon's endless job (``endless_state``, ``endless_dirty``). Rows from one event go with it (``ON DELETE
+    CASCADE``)."""
+    _script(
+        db,
+        """
+        CREATE TABLE endless_marks (
+            event_id   TEXT NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+            idx        INTEGER NOT NULL,
+            seq        INTEGER NOT NULL,
+            session_id TEXT NOT NULL,
+            ts         TEXT NOT NULL,
+            kind       TEXT NOT NULL,
+            key        TEXT NOT NULL,
+            role       TEXT NOT NULL,
+            fact       TEXT NOT NULL DEFAULT '',
+            PRIMARY KEY (event_id, idx)
+        ) WITHOUT ROWID;
+        CREATE INDEX endless_marks_ts ON endless_marks(ts);
+        CREATE INDEX endless_marks_key ON endless_marks(kind, key, ts);
+        CREATE INDEX endless_marks_session ON endless_marks(session_id, seq);
+
+        -- A session's span (its first and last marked event) and its continuity with the session before it
+        -- (spec §4.1): score, transition (seamless | topic_shift | break) and what raised or lowered it.
+        CREATE TABLE endless_sessions (
+            session_id      TEXT PRIMARY KEY,
+            started         TEXT NOT NULL,
+            last_ts         TEXT NOT NULL,
+            prev_session_id TEXT,
+            score           REAL,
+            transition      TEXT,
+            detail          TEXT NOT NULL DEFAULT '{}',
+            dirty           INTEGER NOT NULL DEFAULT 1
+        ) WITHOUT ROWID;
+        CREATE INDEX endless_sessions_started ON endless_sessions(started);
+        CREATE INDEX endless_sessions_dirty ON endless_sessions(dirty) WHERE dirty = 1;
+
+        -- The working set as last computed: ranked items (file, decision, task, error, prompt), cited by the event
+        -- that last touched each.
+        CREATE TABLE working_set (
+            rank     INTEGER PRIMARY KEY,
+            kind     TEXT NOT NULL,
+            key      TEXT NOT NULL,
+            title    TEXT NOT NULL,
+            event_id TEXT NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+            first_ts TEXT NOT NULL,
+            last_ts  TEXT NOT NULL,
+            touches  INTEGER NOT NULL,
+            sessions INTEGER NOT NULL,
+            status   TEXT NOT NULL DEFAULT '',
+            score    REAL NOT NULL,
+            detail   TEXT NOT NULL DEFAULT '{}'
+        );
+
+        -- Consolidated memories: one per long-running topic (a file, a command, a decision's subject, a task),
+        -- its key facts (each with its source event) and every source event.
+        CREATE TABLE consolidated_memories (
+            id          TEXT PRIMARY KEY,
+            kind        TEXT NOT NULL,
+            key         TEXT NOT NULL,
+            title       TEXT NOT NULL,
+            summary     TEXT NOT NULL,
+            facts       TEXT NOT NULL DEFAULT '[]',
+            confidence  REAL NOT NULL,
+            sessions    INTEGER NOT NULL,
+            sources     INTEGER NOT NULL,
+            first_ts    TEXT NOT NULL,
+            last_ts     TEXT NOT NULL,
+            UNIQUE (kind, key)
+        );
+        CREATE INDEX consolidated_last ON consolidated_memories(last_ts);
+        CREATE TABLE consolidated_sources (
+            memory_id TEXT NOT NULL REFERENCES consolidated_memories(id) ON DELETE CASCADE,
+            event_id  TEXT NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+            PRIMARY KEY (memory_id, event_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX consolidated_sources_event ON consolidated_sources(event_id);
+        -- Search over consolidated memories: words, and trigrams for Korean, Chinese and Japanese.
+        CREATE VIRTUAL TABLE consolidated_fts USING fts5(
+            memory_id UNINDEXED, title, summary, tokenize='unicode61 remove_diacritics 2'
+        );
+        CREATE VIRTUAL TABLE consolidated_cjk USING fts5(memory_id UNINDEXED, text, tokenize='trigram');
+
+        -- Topics whose marks changed since their consolidated memory was written (the consolidation's queue).
+        CREATE TABLE endless_dirty (
+            kind TEXT NOT NULL,
+            key  TEXT NOT NULL,
+            PRIMARY KEY (kind, key)
+        ) WITHOUT ROWID;
+
+        CREATE TABLE endless_state (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", _m1_initial),
     (2, "citations", _m2_citations),
@@ -593,8 +710,10 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (8, "fts_without_boundaries", _m8_fts_without_boundaries),
     (9, "bookkeeping_out_of_search", _m9_bookkeeping_out_of_search),
     (10, "knowledge", _m10_knowledge),
+    (20, "injections", _m20_injections),
     (40, "learning", _m40_learning),
     (70, "team_sync", _m70_team_sync),
+    (90, "endless", _m90_endless),
 ]
 
 LATEST = MIGRATIONS[-1][0]

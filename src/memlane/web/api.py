@@ -195,9 +195,9 @@ def routes(site: Site) -> list[Route]:
                         "citation": p.cite,
                         "sessionId": p.session_id,
                         "timestamp": p.ts,
-                        "tier": _tier(p.metadata.get("injection"), ev.cite),
+                        "tier": _tier(record, ev.cite),
                     }
-                    for p in injected
+                    for p, record in injected
                 ],
             }
 

@@ -128,6 +128,7 @@ def routes(site: Site) -> list[Route]:
                 earlier = False
             return {
                 "session": info,
+                "continuity": next(iter(mem.continuity(1, sid)), None),
                 "events": events,
                 "next": nxt,
                 "page_url": "/events/page",
@@ -145,15 +146,15 @@ def routes(site: Site) -> list[Route]:
             ev = mem.get(ref)
             mem.fetched([ev.id], "web")  # opened in full: a use (the learning loop)
             learned = mem.usage(ev.id, 10)
-            record = ev.metadata.get("injection") if ev.type == "user_prompt" else None
+            record = mem.injection_of(ev.id) if ev.type == "user_prompt" else None
             return {
                 "event": ev,
                 "neighbours": mem.timeline(ev.id, 3, 3),
                 "injection": record if isinstance(record, dict) else None,
-                "injected_into": mem.injected_into(ev.id, 10),
+                "injected_into": [p for p, _ in mem.injected_into(ev.id, 10)],
                 "learned": learned,
                 "privacy": ev.metadata.get("privacy") or {},
-                "metadata": {k: v for k, v in ev.metadata.items() if k not in ("injection", "privacy")},
+                "metadata": {k: v for k, v in ev.metadata.items() if k != "privacy"},
             }
 
         return await site.page(request, "event.html", build)
@@ -232,6 +233,8 @@ def routes(site: Site) -> list[Route]:
                 "type_max": max([*data["by_type"].values(), 1]),
                 "knowledge": knowledge() if callable(knowledge) else None,
                 "daemon_worker": dict(site.daemon.worker_state),
+                "mode": mem.endless_mode()[0],
+                "continuity": mem.continuity(10),
             }
 
         return await site.page(request, "stats.html", build)

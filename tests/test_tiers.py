@@ -1,0 +1,163 @@
+"""The two injection tiers (full memories, index lines), their text, and the log of what each prompt was told."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conftest import payload
+from memlane import config
+from memlane.capture import inject
+from memlane.memory import Memory
+from memlane.retrieval.hybrid import Hit
+from memlane.retrieval.select import Injection, Item, choose, index_line, tokens
+from memlane.store import NewEvent
+
+
+def _event(mem: Memory, kind: str, text: str, session: str = "s1", pos: str = "0") -> Any:
+    result = mem.store.append([NewEvent(kind, session, text, pos)])
+    return mem.store.get(result.inserted[0])
+
+
+def test_tokens_count_four_characters_and_each_cjk_character() -> None:
+    assert tokens("") == 0
+    assert tokens("abcd") == 1 and tokens("abcde") == 2
+    assert tokens("한국어") == 3
+    assert tokens("ab한") == 2
+
+
+def test_the_text_has_a_section_per_tier_and_every_line_keeps_its_citation(proj: Path) -> None:
+    mem = Memory.open(proj)
+    asked = _event(mem, "user_prompt", "why does checkout time out under load?", pos="0")
+    answer = _event(mem, "agent_response", "The pool held connections on timeout; it now releases them. " * 30, pos="1")
+    line = _event(mem, "agent_response", "Stripe webhooks are retried three times with backoff " * 5, "s2")
+    cfg = mem.config
+    chosen = Injection([Item([Hit(answer, 0.8, {}, "high")], asked)], [Hit(line, 0.2, {}, "suggested")])
+    text = inject.hits_context(chosen, cfg)
+    lines = text.splitlines()
+    assert lines[0] == inject.HEADER
+    full_at, index_at = lines.index(inject.FULL_TITLE), lines.index(inject.INDEX_TITLE)
+    assert full_at < index_at
+    full, index = lines[full_at + 1 : index_at], lines[index_at + 1 :]
+    assert full[0].startswith(f"- [{answer.cite}] (high, 0.80)")
+    assert 900 < len(full[0]) <= cfg.injection.full_chars  # the answer, up to its share
+    assert full[1] == f"  · [{asked.cite}] user prompt: {asked.content}"  # the prompt that asked, as context
+    assert index == [index_line(line, cfg.injection.gist_chars)]
+    assert index[0].startswith(f"- [{line.cite}] ") and len(index[0].split(": ", 1)[1]) <= cfg.injection.gist_chars
+    assert all(re.search(r"\[mem:[0-9a-z]{6}\]", ln) for ln in full + index)
+    mem.close()
+
+
+def test_index_lines_come_alone_and_an_empty_choice_says_nothing(proj: Path) -> None:
+    mem = Memory.open(proj)
+    line = _event(mem, "agent_response", "Label PDFs render with WeasyPrint.")
+    text = inject.hits_context(Injection([], [Hit(line, 0.2, {}, "suggested")]), mem.config)
+    assert inject.FULL_TITLE not in text and inject.INDEX_TITLE in text and line.cite in text
+    assert inject.hits_context(Injection(), mem.config) == ""
+    mem.close()
+
+
+def test_a_long_full_tier_keeps_the_index_lines_within_the_budget(proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMLANE_INJECTION_MAX_CHARS", "1500")
+    mem = Memory.open(proj)
+    cfg = config.load()
+    big = [_event(mem, "agent_response", f"answer {n} " + "details " * 300, f"s{n}") for n in range(4)]
+    small = _event(mem, "agent_response", "a short memory worth a line", "s9")
+    chosen = Injection([Item([Hit(e, 0.9, {}, "high")]) for e in big], [Hit(small, 0.2, {}, "suggested")])
+    text = inject.hits_context(chosen, cfg)
+    assert len(text) <= 1500
+    assert small.cite in text  # the cheap line is never what the budget drops
+    assert big[0].cite in text
+    mem.close()
+
+
+def test_the_tiers_follow_the_labels_and_the_index_respects_count_and_tokens(proj: Path) -> None:
+    mem = Memory.open(proj)
+    cfg = config.load()
+    cfg.injection.index_max = 2
+    high = _event(mem, "agent_response", "the answer", "a")
+    sugg = [_event(mem, "agent_response", f"maybe {n} " + "x" * 60, f"b{n}") for n in range(4)]
+    none = _event(mem, "agent_response", "unrelated", "c")
+    hits = [Hit(high, 0.9, {}, "high"), *[Hit(e, 0.2, {}, "suggested") for e in sugg], Hit(none, 0.01, {}, "none")]
+    chosen = choose(hits, None, cfg, mem.store)
+    assert [h.event.id for h in chosen.full] == [high.id]
+    assert [h.event.id for h in chosen.index] == [sugg[0].id, sugg[1].id]  # index_max
+    reasons = {h.event.id: why for h, why in chosen.left_out}
+    assert reasons[none.id] == "below the index tier" and sugg[3].id in reasons
+    cfg.injection.index_tokens = tokens(index_line(sugg[0], cfg.injection.gist_chars))
+    assert [h.event.id for h in choose(hits, None, cfg, mem.store).index] == [sugg[0].id]  # the token budget
+    mem.close()
+
+
+def test_the_full_tier_is_one_item_per_exchange_led_by_its_answer(proj: Path) -> None:
+    mem = Memory.open(proj)
+    cfg = config.load()
+    prompt = _event(mem, "user_prompt", "checkout fails with PoolTimeout", pos="0")
+    output = _event(mem, "tool_observation", "E   PoolTimeout: pool exhausted after 30s", pos="1")
+    answer = _event(mem, "agent_response", "Connections leaked on timeout; fixed in pool.py", pos="2")
+    hits = [Hit(output, 0.9, {}, "high"), Hit(answer, 0.6, {}, "high")]
+    chosen = choose(hits, None, cfg, mem.store)
+    assert len(chosen.items) == 1
+    item = chosen.items[0]
+    assert item.lead.event.id == answer.id and [h.event.id for h in item.hits] == [answer.id, output.id]
+    assert item.asked is not None and item.asked.id == prompt.id
+    mem.close()
+
+
+def test_a_prompt_logs_what_it_was_told_and_forgetting_it_removes_the_log(hook: Any, proj: Path) -> None:
+    hook("UserPromptSubmit", payload("02-UserPromptSubmit.json", prompt_id="p1", prompt="fix the zebrafinch parser"))
+    hook("Stop", payload("05-Stop.json", last_assistant_message="The zebrafinch parser now skips BOM bytes."))
+    out = hook(
+        "UserPromptSubmit",
+        payload("02-UserPromptSubmit.json", session_id="s2", prompt_id="p2", prompt="zebrafinch parser again?"),
+    )
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    with Memory.open(proj) as mem:
+        told = mem.injections()
+        prompt, record = told[0]
+        assert prompt.type == "user_prompt" and prompt.content == "zebrafinch parser again?"
+        assert record["mode"] == "text"  # no daemon in this test: the hook's full-text path
+        shown = record["full"] + record["index"]
+        assert shown and all(row["cite"] in context for row in shown)
+        assert {"id", "cite", "score", "confidence"} <= set(shown[0])
+        assert all("content" not in row for row in shown + record["left_out"])  # ids and scores, never content
+        assert mem.injections(session="s2")[0][0].id == prompt.id
+        mem.forget(ids=[prompt.id])
+        assert prompt.id not in {p.id for p, _ in mem.injections()}
+
+
+def test_the_log_write_gives_up_quickly_when_another_writer_holds_the_store(proj: Path) -> None:
+    import sqlite3
+
+    mem = Memory.open(proj)
+    prompt = _event(mem, "user_prompt", "anything at all")
+    other = sqlite3.connect(mem.project.db_path, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(sqlite3.OperationalError):
+            mem.store.record_injection(prompt.id, prompt.session_id, {"mode": "text"})
+        # and the hook's wrapper logs it instead of failing the prompt
+        inject.record(mem.store, [prompt.id], Injection(), "text")
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert mem.store.db.execute("PRAGMA busy_timeout").fetchone()[0] == mem.config.store.busy_timeout_ms
+    mem.close()
+
+
+def test_a_retired_setting_in_the_file_still_loads_and_config_set_names_its_replacement(memlane_home: Path) -> None:
+    from click.testing import CliRunner
+
+    from memlane.cli.main import cli
+
+    memlane_home.mkdir(parents=True, exist_ok=True)
+    (memlane_home / "config.toml").write_text("[retrieval]\ninject_threshold = 0.2\n")
+    assert config.load().retrieval.suggest_lift == config.RetrievalConfig().suggest_lift
+    result = CliRunner().invoke(cli, ["config", "set", "retrieval.inject_threshold", "0.3"])
+    assert result.exit_code != 0 and "suggest_lift" in result.output
+    assert CliRunner().invoke(cli, ["config", "unset", "retrieval.inject_threshold"]).exit_code == 0
+    assert "inject_threshold" not in (memlane_home / "config.toml").read_text()
