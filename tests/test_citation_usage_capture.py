@@ -79,3 +79,39 @@ def test_no_citations_noted_when_tracking_is_off(
     with Memory.existing(project.identify(proj)) as mem:
         (answer,) = mem.store.history(session=SESSION, types=["agent_response"], limit=5)
         assert "cites" not in answer.metadata
+
+
+def test_what_the_prompt_hook_injected_is_counted_from_its_log_then_cited(hook: Callable[..., str], proj: Path) -> None:
+    """Injected and listed uses come from the injection log the UserPromptSubmit hook wrote (``injections``), not
+    from a guess at what the prompt was shown; the answer that then cites one of them adds a cited use."""
+    from conftest import payload
+
+    hook("UserPromptSubmit", payload("02-UserPromptSubmit.json", prompt_id="p1", prompt="fix the zebrafinch parser"))
+    hook("Stop", payload("05-Stop.json", last_assistant_message="The zebrafinch parser now skips BOM bytes."))
+    out = hook(
+        "UserPromptSubmit",
+        payload("02-UserPromptSubmit.json", session_id="s2", prompt_id="p2", prompt="zebrafinch parser again?"),
+    )
+    context = json.loads(out)["hookSpecificOutput"]["additionalContext"]
+    with Memory.existing(project.identify(proj)) as mem:
+        prompt, record = mem.injections(session="s2", limit=1)[0]
+        full = [row["id"] for row in record["full"]]
+        index = [row["id"] for row in record["index"]]
+        assert full, "the earlier answer is shown in full"
+        assert all(row["cite"] in context for row in record["full"] + record["index"])
+        mem.catch_up()
+        for event_id in full:
+            assert mem.usage(event_id)["counts"]["injected"] == 1
+            assert [s["session_id"] for s in mem.usage(event_id)["used_in"]] == ["s2"]
+        for event_id in index:
+            assert mem.usage(event_id)["counts"]["listed"] == 1
+        shown = mem.store.by_ids(full)
+        assert mem.store.usage_totals()["injected"] == len(full)
+    cite = shown[0].cite
+    hook("Stop", payload("05-Stop.json", session_id="s2", last_assistant_message=f"Going by [{cite}], it skips BOMs."))
+    with Memory.existing(project.identify(proj)) as mem:
+        mem.catch_up()
+        counts = mem.usage(shown[0].id)["counts"]
+        assert counts["injected"] == 1 and counts["cited"] == 1
+        assert mem.usage(shown[0].id)["level"]["level"] >= 1
+        assert prompt.id in {p.id for p, _ in mem.injected_into(shown[0].id)}

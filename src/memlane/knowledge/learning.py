@@ -182,7 +182,7 @@ def _fold(store: Store, cfg: config.Config) -> int:
     work = 0
     dirty: set[str] = set()
     track = cfg.citations.enabled and cfg.citations.track_usage
-    if track and hasattr(store, "injections_after"):
+    if track:
         last = int(state.get("injection", "0"))
         for row in store.injections_after(last, FOLD_BATCH):
             dirty.update(store.delete_usage_from(row["prompt_id"], ("injected", "listed")))

@@ -82,25 +82,6 @@ class LearningStore(EventStore):
         ).fetchall()
         return [dict(zip(("id", "event_id", "session_id", "source", "ts"), r, strict=True)) for r in rows]
 
-    def injections_after(self, rowid: int, limit: int = 500) -> list[dict[str, Any]]:
-        """Injection records (``injections.py``) written after ``rowid``, in that order: a record replaced for the
-        same prompt comes again with its new rowid."""
-        if not self.db.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'injections'").fetchone():
-            return []
-        rows = self.db.execute(
-            "SELECT rowid, prompt_id, session_id, ts, record FROM injections WHERE rowid > ? ORDER BY rowid LIMIT ?",
-            (rowid, limit),
-        ).fetchall()
-        out = []
-        for r in rows:
-            try:
-                record = json.loads(r[4])
-            except ValueError:
-                record = {}
-            out.append({"rowid": r[0], "prompt_id": r[1], "session_id": r[2], "ts": r[3],
-                        "record": record if isinstance(record, dict) else {}})  # fmt: skip
-        return out
-
     def last_fetch_id(self) -> int:
         return int(self.db.execute("SELECT COALESCE(MAX(id), 0) FROM memory_fetches").fetchone()[0])
 
