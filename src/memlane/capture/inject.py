@@ -9,6 +9,8 @@ When nothing is relevant, nothing is returned and nothing is injected.
 
 from __future__ import annotations
 
+import re
+
 from memlane.config import Config
 from memlane.store.db import Event, Store
 
@@ -21,6 +23,8 @@ if TYPE_CHECKING:
     from memlane.retrieval.select import Injection, Item
 
 HEADER = "memlane: relevant memory from earlier sessions in this project (expand with `memlane show mem:ID`)."
+FOOTNOTE_RULE = "---"
+REFERENCES_TITLE = "References:"
 FULL_TITLE = "## Relevant memories (in full)"
 INDEX_TITLE = "## Possibly relevant (index: open one with `memlane show mem:ID` or the mem-details tool)"
 START_HEADER = "memlane: where this project left off (expand with `memlane show mem:ID`)."
@@ -107,7 +111,8 @@ def hits_context(chosen: Injection, cfg: Config, current: str = "", context: Pro
     """Injection text for a prompt's two tiers; memories of another project (cross-project on) say so.
 
     The full tier comes first, each memory whole or cut to its share of the room; the index tier follows
-    under its own heading, one line each. Either section may be absent; each line keeps its citation.
+    under its own heading, one line each. Either section may be absent; each line keeps its citation, as
+    ``citations.format`` says (``citation_style``: inline, footnote, reference, or none at all).
     """
     if not chosen:
         return compose("prompt_injection", cfg, context, "", HEADER)
@@ -117,13 +122,19 @@ def hits_context(chosen: Injection, cfg: Config, current: str = "", context: Pro
 
     from memlane.retrieval.select import index_line
 
-    index = [index_line(h.event, cfg.injection.gist_chars, origin(h.event)) for h in chosen.index]
+    style = citation_style(cfg)
+    # An index line is its citation to open: none without citations (``choose`` leaves the tier empty then).
+    index = [index_line(h.event, cfg.injection.gist_chars, origin(h.event)) for h in chosen.index if style != "none"]
+
+    by_cite = {e.cite: e for item in chosen.items for e in item_events(item)}
+    # The footnotes or references of every full-tier memory, reserved before the items share the room.
+    reserve = sum(len(line) + 1 for line in cite_footer(list(by_cite.values()), style))
 
     def body(room: int) -> str:
         parts: list[str] = []
         if index:
             parts = [INDEX_TITLE, *index]
-        left = room - sum(len(p) + 1 for p in parts)
+        left = room - sum(len(p) + 1 for p in parts) - reserve
         if chosen.items and left > len(FULL_TITLE) + 80:
             left -= len(FULL_TITLE) + 1
             full: list[str] = []
@@ -132,11 +143,64 @@ def hits_context(chosen: Injection, cfg: Config, current: str = "", context: Pro
                 full.extend(lines)
                 left -= sum(len(line) + 1 for line in lines)
             if full:
-                parts = [FULL_TITLE, *full, *parts]
+                parts = [FULL_TITLE, *restyle(full, style, by_cite), *parts]
         return "\n".join(parts)
 
     others = {h.event.project_id for h in chosen.hits} - {current} if current else set()
-    return compose("prompt_injection", cfg, context, body, header_for(len(others)))
+    header = header_for(len(others))
+    if style == "none":
+        header = header.replace(" (expand with `memlane show mem:ID`)", "")
+    return compose("prompt_injection", cfg, context, body, header)
+
+
+# ---- how injected memories carry their citations (citations-system §10: format, include_in_context) ----------
+
+_LEAD: list[re.Pattern[str]] = []  # the pattern of a line's leading citation, compiled on first use
+
+
+def citation_style(cfg: Config) -> str:
+    """``inline`` (``- [mem:abc123] …``, the default), ``footnote`` (``- [1] …``, the citations listed after),
+    ``reference`` (the lines bare, a list of citations with date and session after) or ``none``
+    (``citations.enabled`` or ``citations.include_in_context`` off: no citations, and no index tier)."""
+    from memlane.retrieval.select import cites_in_context
+
+    return cfg.citations.format if cites_in_context(cfg) else "none"
+
+
+def item_events(item: Item) -> list[Event]:
+    """The events a full-tier item may show, each with its own line or tail."""
+    return [h.event for h in item.hits] + ([item.asked] if item.asked is not None else [])
+
+
+def cite_footer(events: Sequence[Event], style: str) -> list[str]:
+    """What follows the full tier's lines for these events (in the order their lines cite them)."""
+    if style == "footnote" and events:
+        return [FOOTNOTE_RULE, *(f"[{n}] {e.cite} {e.ts[:10]}" for n, e in enumerate(events, 1))]
+    if style == "reference" and events:
+        return [REFERENCES_TITLE, *(f"- [{e.cite}] {e.ts[:10]}, session {e.session_id[:8]}" for e in events)]
+    return []
+
+
+def restyle(lines: list[str], style: str, by_cite: dict[str, Event]) -> list[str]:
+    """The full tier's lines (``- [mem:…] …`` and ``  · [mem:…] …``) with their leading citation as ``style``
+    says, and its footer; inline: as they are. A citation in a memory's own text is left alone."""
+    if style == "inline":
+        return lines
+    if not _LEAD:
+        _LEAD.append(re.compile(r"^(- |  · )\[(mem:[0-9a-z]{6,8})\] "))
+    cited: list[Event] = []
+    out = []
+    for line in lines:
+        match = _LEAD[0].match(line)
+        event = by_cite.get(match.group(2)) if match else None
+        if match is None or event is None:
+            out.append(line)
+            continue
+        if event not in cited:
+            cited.append(event)
+        mark = f"[{cited.index(event) + 1}] " if style == "footnote" else ""
+        out.append(match.group(1) + mark + line[match.end() :])
+    return out + cite_footer(cited, style)
 
 
 def item_lines(item: Item, room: int, cfg: Config, origin: Callable[[Event], str]) -> list[str]:

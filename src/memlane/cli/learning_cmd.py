@@ -66,11 +66,17 @@ def popular(obj: Ctx, limit: int, kinds: tuple[str, ...], session: str | None, a
             "sessions": r["sessions"],
             "level": level_name(r["level"]),
             "last used": str(r["last_used"])[:16].replace("T", " "),
-            "summary": render.short(" ".join(r["event"].content.split()), 100),
+            "summary": _text(r["event"].content, 100),
         }
         for r in rows
     ]
     render.dict_table(table, ["citation", "uses", "sessions", "level", "last used", "summary"])
+
+
+def _text(text: str, limit: int) -> str:
+    """A row's long column: whole in a pipe (every value in full), cut to ``limit`` in a terminal's table."""
+    line = " ".join(text.split())
+    return line if render.layout() == "plain" else render.short(line, limit)
 
 
 def popular_json(row: dict[str, Any]) -> dict[str, Any]:
@@ -208,7 +214,7 @@ def insights_group(
                 "level": level_name(r["level"]) + ("" if r["evidence_aligned"] else " (unaligned)"),
                 "support": r["support"],
                 "cited as": r["cite"] or "-",
-                "insight": render.short(r["content"], 160),
+                "insight": _text(r["content"], 160),
             }
             for r in rows
         ]

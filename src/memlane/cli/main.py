@@ -276,9 +276,12 @@ def search(
         hits = mem.search(
             text, limit=limit, session=session, types=list(types), since=since, until=until, engine=engine, **tools
         )
-        shown = disclose(hits, disclosure, budget, mem.neighbours, mem.config.retrieval)
-        mark_superseded(mem.store, shown.rows)  # what replaced a result (the knowledge model), said in its row
-        mark_learned(mem.store, shown.rows)  # its level, and the insight it is evidence of (the learning loop)
+
+        def mark(rows: list[dict[str, Any]]) -> None:  # counted against the budget with the rows
+            mark_superseded(mem.store, rows)  # what replaced a result (the knowledge model), said in its row
+            mark_learned(mem.store, rows)  # its level, and the insight it is evidence of (the learning loop)
+
+        shown = disclose(hits, disclosure, budget, mem.neighbours, mem.config.retrieval, mark=mark)
         others = {h.event.project_id for h in hits} - {mem.project.id}
         where = mem.project.name + (f" and {len(others)} other project(s)" if others else "")
         if engine.model_error:  # never silently text-only
