@@ -309,30 +309,41 @@ def test_an_llm_answer_goes_with_any_event_it_was_given(store: Store, log: Log) 
     assert store.db.execute("SELECT COUNT(*) FROM llm_extractions").fetchone()[0] == 0
 
 
-def test_a_store_from_todays_main_upgrades_in_place(tmp_path: Path) -> None:
-    """Main's store (migrations 1-10 and 70) gains the learning tables on open; its old answers' citations count."""
+@pytest.mark.parametrize("before", ["schema 9", "main"])
+def test_a_store_from_before_upgrades_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before: str) -> None:
+    """A store of schema 9, or of today's main (every migration but 40: 1-10, the injection log 20, team sync 70,
+    endless mode 90), gains the learning tables on open; its old answers' citations count, and so does (main)
+    what its injection log says a prompt was given."""
     path = tmp_path / "old.db"
     db = sqlite3.connect(path, isolation_level=None)
-    schema.migrate(db, target=10)
-    db.execute("BEGIN")
-    from memlane.store.schema import _m70_team_sync
-
-    _m70_team_sync(db)
-    db.execute("INSERT INTO schema_migrations VALUES (70, 'team_sync', '2026-01-01')")
-    db.execute("COMMIT")
-    for i, (kind, text) in enumerate([("agent_response", "The pool limit is 20."),
-                                      ("agent_response", "Per [mem:c00000], raise it.")]):  # fmt: skip
+    if before == "main":
+        with monkeypatch.context() as m:
+            m.setattr(schema, "MIGRATIONS", [step for step in schema.MIGRATIONS if step[0] != 40])
+            schema.migrate(db)
+    else:
+        schema.migrate(db, target=9)
+    rows = [("agent_response", "The pool limit is 20."), ("user_prompt", "why does the pool time out?"),
+            ("agent_response", "Per [mem:c00000], raise it.")]  # fmt: skip
+    for i, (kind, text) in enumerate(rows):
         db.execute(
             "INSERT INTO events (id, citation, type, session_id, project_id, ts, content, canonical_key, dedupe_key,"
             " metadata) VALUES (?, ?, ?, ?, 'p', ?, ?, '', ?, '{}')",
-            (f"{i:032x}", f"c{i:05d}", kind, f"s{i}", f"2026-01-0{i + 1}T00:00:00.000Z", text, f"k{i}"),
+            (f"{i:032x}", f"c{i:05d}", kind, f"s{min(i, 1)}", f"2026-01-0{i + 1}T00:00:00.000Z", text, f"k{i}"),
         )
-    assert 40 not in {r[0] for r in db.execute("SELECT version FROM schema_migrations")}
+    if before == "main":
+        record = {"mode": "text", "full": [{"id": f"{0:032x}", "cite": "mem:c00000", "score": 0.7}], "index": []}
+        db.execute(
+            "INSERT INTO injections (prompt_id, session_id, ts, record) VALUES (?, 's1', ?, ?)",
+            (f"{1:032x}", "2026-01-02T00:00:01.000Z", json.dumps(record)),
+        )
+    versions = {r[0] for r in db.execute("SELECT version FROM schema_migrations")}
+    assert 40 not in versions and (before != "main" or {20, 70, 90} <= versions)
     db.close()
     with Store(path, "p") as store:
-        assert 40 in {r[0] for r in store.db.execute("SELECT version FROM schema_migrations")}
+        assert {20, 40, 70, 90} <= {r[0] for r in store.db.execute("SELECT version FROM schema_migrations")}
         settle(store)
-        assert store.usage_counts(f"{0:032x}")["cited"] == 1
+        counts = store.usage_counts(f"{0:032x}")
+        assert counts["cited"] == 1 and counts["injected"] == (1 if before == "main" else 0)
         assert store.levels_of([f"{0:032x}"])[f"{0:032x}"]["level"] == 1
 
 

@@ -123,7 +123,7 @@ def parse_citation(ref: str) -> str | None:
     return match.group(1) if match and ("mem:" in ref.lower() or len(ref.strip()) in (6, 7)) else None
 
 
-_CITED = re.compile(rf"\bmem:({CITATION_CHARS})(?![0-9a-z])", re.IGNORECASE)
+_CITED: list[re.Pattern[str]] = []  # compiled on first use: the hooks import this module, few of them need it
 MAX_CITED = 50  # an answer citing more than this is listing, not citing
 
 
@@ -131,5 +131,7 @@ def citations_in(text: str) -> list[str]:
     """The citations a text names (``[mem:abc123]``, ``mem:abc123``), without ``mem:``, in order, each once."""
     if "mem:" not in text and "MEM:" not in text.upper():
         return []
-    found = dict.fromkeys(m.group(1).lower() for m in _CITED.finditer(text))
+    if not _CITED:
+        _CITED.append(re.compile(rf"\bmem:({CITATION_CHARS})(?![0-9a-z])", re.IGNORECASE))
+    found = dict.fromkeys(m.group(1).lower() for m in _CITED[0].finditer(text))
     return list(found)[:MAX_CITED]
