@@ -125,6 +125,30 @@ def test_a_long_full_tier_with_footnotes_stays_within_the_budget(proj: Path, mon
     mem.close()
 
 
+def test_an_injected_memory_carries_its_level_and_the_insight_it_states(proj: Path) -> None:
+    """The learning loop's view of a full-tier memory reaches its line: L2 and up beside the tier, and the
+    insight it is evidence of on a line of its own; both read through the real projector and settle."""
+    mem = Memory.open(proj)
+    decided = _event(mem, "agent_response", "Decision: we use RQ instead of Celery for the task queue.", "s1")
+    plain = _event(mem, "agent_response", "The zebrafinch parser skips BOM bytes now.", "s1", pos="1")
+    for n in range(3):  # cited from three later sessions: three uses, other sessions, confidence 1.0
+        _event(mem, "agent_response", f"Going by [{decided.cite}], queue jobs with RQ.", f"later{n}")
+    mem.catch_up()
+    learned = mem.learned([decided.id, plain.id])
+    assert learned[decided.id]["level"] == 2 and learned[decided.id]["insight"]["type"] == "decision"
+    assert plain.id not in learned
+    chosen = Injection([Item([Hit(decided, 0.8, {}, "high")]), Item([Hit(plain, 0.7, {}, "high")])])
+    text = inject.hits_context(chosen, mem.config, learned=inject.learned_of(mem.store, chosen))
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith(f"- [{decided.cite}]"))
+    assert lines[at].startswith(f"- [{decided.cite}] (high, 0.80, L2) ")
+    assert lines[at + 1] == "  · insight (decision, L2): Decision: we use RQ instead of Celery for the task queue."
+    assert any(line.startswith(f"- [{plain.cite}] (high, 0.70) ") for line in lines)  # no level, no insight
+    without = text.replace(lines[at + 1] + "\n", "").replace(lines[at], lines[at].replace("0.80, L2)", "0.80)"))
+    assert inject.hits_context(chosen, mem.config) == without  # nothing learned: the lines as before
+    mem.close()
+
+
 def test_index_lines_come_alone_and_an_empty_choice_says_nothing(proj: Path) -> None:
     mem = Memory.open(proj)
     line = _event(mem, "agent_response", "Label PDFs render with WeasyPrint.")

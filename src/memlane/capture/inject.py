@@ -107,12 +107,20 @@ def compose(task: str, cfg: Config, context: PromptContext | None, body: Any, he
     return PromptComposer(cfg).compose(task, context, body, header=header)
 
 
-def hits_context(chosen: Injection, cfg: Config, current: str = "", context: PromptContext | None = None) -> str:
+def hits_context(
+    chosen: Injection,
+    cfg: Config,
+    current: str = "",
+    context: PromptContext | None = None,
+    learned: dict[str, dict[str, Any]] | None = None,
+) -> str:
     """Injection text for a prompt's two tiers; memories of another project (cross-project on) say so.
 
     The full tier comes first, each memory whole or cut to its share of the room; the index tier follows
     under its own heading, one line each. Either section may be absent; each line keeps its citation, as
-    ``citations.format`` says (``citation_style``: inline, footnote, reference, or none at all).
+    ``citations.format`` says (``citation_style``: inline, footnote, reference, or none at all). ``learned``
+    (``learned_of``) adds what the learning loop knows of the full tier's memories: a level from L2 up beside
+    the tier, and the insight a memory is evidence of on a line of its own (the first to go when room is short).
     """
     if not chosen:
         return compose("prompt_injection", cfg, context, "", HEADER)
@@ -139,7 +147,7 @@ def hits_context(chosen: Injection, cfg: Config, current: str = "", context: Pro
             left -= len(FULL_TITLE) + 1
             full: list[str] = []
             for n, item in enumerate(chosen.items):
-                lines = item_lines(item, left // (len(chosen.items) - n), cfg, origin)
+                lines = item_lines(item, left // (len(chosen.items) - n), cfg, origin, learned or {})
                 full.extend(lines)
                 left -= sum(len(line) + 1 for line in lines)
             if full:
@@ -203,18 +211,32 @@ def restyle(lines: list[str], style: str, by_cite: dict[str, Event]) -> list[str
     return out + cite_footer(cited, style)
 
 
-def item_lines(item: Item, room: int, cfg: Config, origin: Callable[[Event], str]) -> list[str]:
+def item_lines(
+    item: Item,
+    room: int,
+    cfg: Config,
+    origin: Callable[[Event], str],
+    learned: dict[str, dict[str, Any]] | None = None,
+) -> list[str]:
     """One full-tier item within ``room`` characters: its lead memory whole (up to ``injection.full_chars``),
-    then one line each for the prompt that asked and the exchange's other matching memories."""
+    then one line each for the prompt that asked and the exchange's other matching memories, and the insight
+    one of them is evidence of (``learned``)."""
+    learned = learned or {}
     lead, rest = item.lead, item.hits[1:]
     context = [item.asked] if item.asked is not None else []
     context += [h.event for h in rest]
     tails = [f"  · [{e.cite}] {e.type.replace('_', ' ')}: {one_line(e.content, 160)}" for e in context]
     event = lead.event
+    insight = next((learned[e.id]["insight"] for e in (event, *context) if "insight" in learned.get(e.id, {})), None)
+    if insight is not None:
+        what = ("verified " if insight.get("verified") else "") + str(insight["type"]).replace("_", " ")
+        tails.append(f"  · insight ({what}, L{insight['level']}): {one_line(str(insight['content']), 160)}")
     best = max(item.hits, key=lambda h: h.score)  # the item's tier and score: its answer may have come along
+    level = int(learned.get(event.id, {}).get("level", 0))
     day = event.ts[:16].replace("T", " ")
     kind = event.type.replace("_", " ")
-    head = f"- [{event.cite}] ({best.confidence}, {best.score:.2f}) {day}{origin(event)} {kind}: "
+    mark = f", L{level}" if level >= 2 else ""  # L1 is one use: not worth the characters
+    head = f"- [{event.cite}] ({best.confidence}, {best.score:.2f}{mark}) {day}{origin(event)} {kind}: "
     share = min(cfg.injection.full_chars, room - sum(len(t) + 1 for t in tails) - 1) - len(head)
     while share < 80 and tails:  # the lead first: context lines go before it is cut to a stub
         share += len(tails.pop()) + 1
@@ -235,7 +257,22 @@ def prompt_context(
 ) -> str:
     chosen = prompt_hits(store, prompt, cfg, exclude_ids)
     record(store, exclude_ids, chosen, "text")
-    return hits_context(chosen, cfg, context=context)
+    return hits_context(chosen, cfg, context=context, learned=learned_of(store, chosen))
+
+
+def learned_of(store: Any, chosen: Injection) -> dict[str, dict[str, Any]]:
+    """Level and insight of the full tier's memories (the learning loop's ``Store.learned``: two indexed reads,
+    ~70 µs for 20 ids); empty when the store keeps none or cannot say: never fails the prompt."""
+    ids = [e.id for item in chosen.items for e in item_events(item)]
+    if not ids or not hasattr(store, "learned"):
+        return {}
+    try:
+        return dict(store.learned(ids))
+    except Exception as exc:  # noqa: BLE001 - a level is a nicety; the prompt's memories are not
+        from memlane.logs import log
+
+        log("inject", "warning", f"levels not read: {exc!r}")
+        return {}
 
 
 def record(store: Store, exclude_ids: Sequence[str], chosen: Injection, mode: str) -> None:
