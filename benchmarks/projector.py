@@ -1,6 +1,6 @@
 """Projection cost: the knowledge projector over a store of N events (default 100k), and the prompt path's read.
 
-    python benchmarks/projector.py [--events 100000] [--batch 100] [--lookups 2000]
+    python benchmarks/projector.py [--events 100000] [--batch 100] [--lookups 2000] [--owner knowledge|learning]
 
 The store is the coding replay (61 recorded Claude Code and Codex sessions, imported with memlane's importers)
 copied over and over with fresh session ids, every copy 130 days after the previous one, until it holds N
@@ -11,6 +11,15 @@ rules do in a long-lived project, not random words. It prints:
 - **follow**: the daemon's way, batches of ``--batch`` events in their own transactions (events/s, and the
   p50/p95 time one batch holds the write lock: what a hook's write may wait);
 - **replacements**: ``Store.replacements`` for the 20 hits of a prompt (p50/p95 over ``--lookups`` calls).
+
+With ``--owner learning`` the same for the learning loop's projector (citations, insights, errors and fixes;
+the knowledge model is projected first, untimed, since levels read its replacements), then:
+
+- **settle**: the graduation job's work on an injection log of ``--prompts`` prompts (3 memories in full, 4
+  listed, each from the 2,000 events before the prompt) and as many fetches: records folded per second and
+  memories judged, until nothing is left (what ``memlane rebuild`` does after the events; the daemon does it
+  4 transactions a round);
+- **learned**: ``Store.learned`` for 20 search results (their level and insight: what search and MCP add).
 
 The hook path does not change (no hook projects anything): ``benchmarks/hook_latency.py`` measures it.
 """
@@ -97,7 +106,12 @@ def main() -> None:
     ap.add_argument("--events", type=int, default=100_000)
     ap.add_argument("--batch", type=int, default=100, help="events per transaction when following (the daemon's)")
     ap.add_argument("--lookups", type=int, default=2000)
+    ap.add_argument("--owner", choices=("knowledge", "learning"), default="knowledge")
+    ap.add_argument("--prompts", type=int, default=10_000, help="--owner learning: injection records to settle")
     args = ap.parse_args()
+    if args.owner == "learning":
+        learning_main(args)
+        return
     with tempfile.TemporaryDirectory(prefix="projector-bench-") as tmp:
         os.environ["MEMLANE_HOME"] = str(Path(tmp) / "home")
         from memlane import derived
@@ -165,6 +179,106 @@ def main() -> None:
         f" p95 {pct(lookups, 0.95) * 1000:6.0f} µs"
         f"   p50 {statistics.median(lookups_cpu) * 1000:6.0f} µs p95 {pct(lookups_cpu, 0.95) * 1000:6.0f} µs"
         f"  ({args.lookups} calls)"
+    )
+
+
+def learning_main(args: argparse.Namespace) -> None:
+    import json
+
+    with tempfile.TemporaryDirectory(prefix="projector-bench-") as tmp:
+        os.environ["MEMLANE_HOME"] = str(Path(tmp) / "home")
+        from memlane import derived
+        from memlane.knowledge import projection
+        from memlane.store.db import Store
+
+        source = replay_events(Path(tmp) / "replay")
+        path = Path(tmp) / "bench.db"
+        copies = build(path, source, args.events)
+        store = Store(path, "bench")
+        n = store.count()
+        derived.rebuild(store, ["knowledge"])  # levels read the replacements: untimed
+
+        t0, c0 = time.perf_counter(), time.process_time()
+        derived.rebuild(store, ["learning"])
+        rebuild_s, rebuild_cpu = time.perf_counter() - t0, time.process_time() - c0
+        owner = next(p for p in derived.projectors() if p.name == "learning")
+        with store.write():
+            owner.drop(store)
+            store.set_projection_offset("learning", 0, owner.version, "2026-01-01T00:00:00.000Z")
+        held: list[float] = []
+        t0, c0 = time.perf_counter(), time.process_time()
+        while True:
+            t1 = time.perf_counter()
+            read, _ = projection.step(store, owner, args.batch)
+            held.append((time.perf_counter() - t1) * 1000)
+            if read < args.batch:
+                break
+        follow_s, follow_cpu = time.perf_counter() - t0, time.process_time() - c0
+        owner.settle(store)  # the owner's own (derived.settle waits for every owner: endless is not projected here)
+        projected = {
+            "cited uses": store.db.execute("SELECT COUNT(*) FROM memory_usage").fetchone()[0],
+            "insights": store.db.execute("SELECT COUNT(*) FROM insights").fetchone()[0],
+            "failed commands": store.db.execute("SELECT COUNT(*) FROM learning_errors").fetchone()[0],
+        }
+
+        rows = store.db.execute("SELECT id, seq FROM events ORDER BY seq").fetchall()
+        prompts = store.db.execute(
+            "SELECT id, session_id, ts, seq FROM events WHERE type = 'user_prompt' ORDER BY seq"
+        ).fetchall()
+        rng = random.Random(33)
+        prompts = sorted(rng.sample(prompts, min(args.prompts, len(prompts))), key=lambda r: r[3])
+        with store.write() as db:
+            for pid, session, ts, seq in prompts:
+                before = [r[0] for r in rows[max(0, seq - 2001) : max(1, seq - 1)]] or [rows[0][0]]
+                picked = rng.sample(before, min(7, len(before)))
+                record = {"mode": "hybrid", "full": [{"id": i, "score": 0.6 + rng.random() / 3} for i in picked[:3]],
+                          "index": [{"id": i, "score": 0.2} for i in picked[3:]], "left_out": []}  # fmt: skip
+                db.execute(
+                    "INSERT INTO injections (prompt_id, session_id, ts, record) VALUES (?, ?, ?, ?)",
+                    (pid, session, ts, json.dumps(record)),
+                )
+                db.execute(
+                    "INSERT INTO memory_fetches (event_id, session_id, source, ts) VALUES (?, ?, 'mcp', ?)",
+                    (picked[0], session, ts),
+                )
+        t0, c0 = time.perf_counter(), time.process_time()
+        while owner.settle(store):
+            pass
+        settle_s, settle_cpu = time.perf_counter() - t0, time.process_time() - c0
+        levels = store.level_counts()["events"]
+
+        ids = [r[0] for r in rows]
+        used = [r[0] for r in store.db.execute("SELECT event_id FROM memory_levels")]
+        lookups: list[float] = []
+        for _ in range(args.lookups):
+            sample = rng.sample(ids, 15) + rng.sample(used, min(5, len(used)))
+            t1 = time.perf_counter()
+            store.learned(sample)
+            lookups.append((time.perf_counter() - t1) * 1000)
+        store.close()
+
+    print(f"\nlearning projector, {n} events in store ({copies} copies of the coding replay's 439)")
+    print("  " + ", ".join(f"{k} {v}" for k, v in projected.items()))
+    print(f"  load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores (wall time counts the wait)")
+    print(f"{'':32}{'wall':>18}{'CPU of this process':>26}")
+    print(
+        f"  rebuild (one pass):           {rebuild_s:6.1f} s {n / rebuild_s:7.0f} ev/s"
+        f"      {rebuild_cpu:6.1f} s {n / rebuild_cpu:7.0f} ev/s"
+    )
+    print(
+        f"  follow ({args.batch}-event batches):    {follow_s:6.1f} s {n / follow_s:7.0f} ev/s"
+        f"      {follow_cpu:6.1f} s {n / follow_cpu:7.0f} ev/s"
+    )
+    print(f"  one batch (write lock held):  p50 {statistics.median(held):6.1f} ms p95 {pct(held, 0.95):6.1f} ms")
+    records = 2 * len(prompts)
+    print(
+        f"  settle ({len(prompts)} injection records + {len(prompts)} fetches): {settle_s:6.1f} s"
+        f" {records / settle_s:7.0f} records/s   CPU {settle_cpu:6.1f} s;"
+        f" levels " + ", ".join(f"L{k} {v}" for k, v in sorted(levels.items()))
+    )
+    print(
+        f"  learned(20 ids):              p50 {statistics.median(lookups) * 1000:6.0f} µs"
+        f" p95 {pct(lookups, 0.95) * 1000:6.0f} µs  ({args.lookups} calls)"
     )
 
 

@@ -40,7 +40,7 @@ def test_the_rank_column_falls_while_p_need_not(proj: Path) -> None:
     scores = [r["score"] for r in rows]
     assert scores != sorted(scores, reverse=True)
     table = CliRunner().invoke(cli, ["-C", str(proj), "search", QUERY, "--text-only"]).stdout.splitlines()
-    assert table[0].split("\t") == ["citation", "rank", "match", "time", "type", "summary"]
+    assert table[0].split("\t") == ["citation", "rank", "match", "level", "time", "type", "summary"]
     assert [float(line.split("\t")[1]) for line in table[1:]] == [round(r, 2) for r in ranks]
 
 

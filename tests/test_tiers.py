@@ -52,6 +52,103 @@ def test_the_text_has_a_section_per_tier_and_every_line_keeps_its_citation(proj:
     mem.close()
 
 
+def _cited_choice(mem: Memory) -> tuple[Injection, Any, Any, Any]:
+    asked = _event(mem, "user_prompt", "why does checkout time out under load?", pos="0")
+    answer = _event(mem, "agent_response", "The pool held connections; see [mem:zzzzzz]. " * 30, pos="1")
+    line = _event(mem, "agent_response", "Stripe webhooks are retried three times with backoff", "s2")
+    chosen = Injection([Item([Hit(answer, 0.8, {}, "high")], asked)], [Hit(line, 0.2, {}, "suggested")])
+    return chosen, asked, answer, line
+
+
+def test_footnote_citations_number_the_full_tier_and_list_the_citations_after(
+    proj: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMLANE_CITATIONS_FORMAT", "footnote")
+    mem = Memory.open(proj)
+    chosen, asked, answer, line = _cited_choice(mem)
+    lines = inject.hits_context(chosen, config.load()).splitlines()
+    full = lines[lines.index(inject.FULL_TITLE) + 1 : lines.index(inject.INDEX_TITLE)]
+    assert full[0].startswith("- [1] (high, 0.80) ") and "[mem:zzzzzz]" in full[0]  # the memory's own text stays
+    assert full[1] == f"  · [2] user prompt: {asked.content}"
+    assert full[2:] == ["---", f"[1] {answer.cite} {answer.ts[:10]}", f"[2] {asked.cite} {asked.ts[:10]}"]
+    assert lines[lines.index(inject.INDEX_TITLE) + 1].startswith(f"- [{line.cite}] ")  # a line is its citation
+    mem.close()
+
+
+def test_reference_citations_leave_the_lines_bare_and_list_date_and_session(
+    proj: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("MEMLANE_CITATIONS_FORMAT", "reference")
+    mem = Memory.open(proj)
+    chosen, asked, answer, _line = _cited_choice(mem)
+    lines = inject.hits_context(chosen, config.load()).splitlines()
+    full = lines[lines.index(inject.FULL_TITLE) + 1 : lines.index(inject.INDEX_TITLE)]
+    assert full[0].startswith("- (high, 0.80) ") and full[1] == f"  · user prompt: {asked.content}"
+    assert full[2:] == [
+        inject.REFERENCES_TITLE,
+        f"- [{answer.cite}] {answer.ts[:10]}, session {answer.session_id[:8]}",
+        f"- [{asked.cite}] {asked.ts[:10]}, session {asked.session_id[:8]}",
+    ]
+    mem.close()
+
+
+@pytest.mark.parametrize("setting", ["MEMLANE_CITATIONS_INCLUDE_IN_CONTEXT", "MEMLANE_CITATIONS_ENABLED"])
+def test_without_citations_in_context_the_lines_are_bare_and_there_is_no_index_tier(
+    proj: Path, monkeypatch: pytest.MonkeyPatch, setting: str
+) -> None:
+    monkeypatch.setenv(setting, "false")
+    mem = Memory.open(proj)
+    cfg = config.load()
+    chosen, asked, answer, line = _cited_choice(mem)
+    text = inject.hits_context(chosen, cfg)
+    assert answer.cite not in text and asked.cite not in text and "memlane show" not in text
+    assert text.splitlines()[0] == "memlane: relevant memory from earlier sessions in this project."
+    hits = [Hit(answer, 0.9, {}, "high"), Hit(line, 0.2, {}, "suggested")]
+    picked = choose(hits, None, cfg, mem.store)
+    assert [h.event.id for h in picked.full] == [answer.id] and picked.index == []  # nothing to open a line by
+    assert dict((h.event.id, why) for h, why in picked.left_out)[line.id].startswith("no index tier")
+    assert picked.record("text")["index"] == []  # the log says what was shown: the learning loop counts no "listed"
+    mem.close()
+
+
+def test_a_long_full_tier_with_footnotes_stays_within_the_budget(proj: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMLANE_INJECTION_MAX_CHARS", "1500")
+    monkeypatch.setenv("MEMLANE_CITATIONS_FORMAT", "footnote")
+    mem = Memory.open(proj)
+    big = [_event(mem, "agent_response", f"answer {n} " + "details " * 300, f"s{n}") for n in range(4)]
+    text = inject.hits_context(Injection([Item([Hit(e, 0.9, {}, "high")]) for e in big]), config.load())
+    assert len(text) <= 1500
+    numbered = re.findall(r"^- \[(\d)\] ", text, re.M)
+    notes = re.findall(r"^\[(\d)\] (mem:[0-9a-z]+) ", text, re.M)
+    assert numbered and [n for n, _ in notes] == numbered  # every number shown has its note, none more
+    assert [c for _, c in notes] == [e.cite for e in big[: len(notes)]]
+    mem.close()
+
+
+def test_an_injected_memory_carries_its_level_and_the_insight_it_states(proj: Path) -> None:
+    """The learning loop's view of a full-tier memory reaches its line: L2 and up beside the tier, and the
+    insight it is evidence of on a line of its own; both read through the real projector and settle."""
+    mem = Memory.open(proj)
+    decided = _event(mem, "agent_response", "Decision: we use RQ instead of Celery for the task queue.", "s1")
+    plain = _event(mem, "agent_response", "The zebrafinch parser skips BOM bytes now.", "s1", pos="1")
+    for n in range(3):  # cited from three later sessions: three uses, other sessions, confidence 1.0
+        _event(mem, "agent_response", f"Going by [{decided.cite}], queue jobs with RQ.", f"later{n}")
+    mem.catch_up()
+    learned = mem.learned([decided.id, plain.id])
+    assert learned[decided.id]["level"] == 2 and learned[decided.id]["insight"]["type"] == "decision"
+    assert plain.id not in learned
+    chosen = Injection([Item([Hit(decided, 0.8, {}, "high")]), Item([Hit(plain, 0.7, {}, "high")])])
+    text = inject.hits_context(chosen, mem.config, learned=inject.learned_of(mem.store, chosen))
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith(f"- [{decided.cite}]"))
+    assert lines[at].startswith(f"- [{decided.cite}] (high, 0.80, L2) ")
+    assert lines[at + 1] == "  · insight (decision, L2): Decision: we use RQ instead of Celery for the task queue."
+    assert any(line.startswith(f"- [{plain.cite}] (high, 0.70) ") for line in lines)  # no level, no insight
+    without = text.replace(lines[at + 1] + "\n", "").replace(lines[at], lines[at].replace("0.80, L2)", "0.80)"))
+    assert inject.hits_context(chosen, mem.config) == without  # nothing learned: the lines as before
+    mem.close()
+
+
 def test_index_lines_come_alone_and_an_empty_choice_says_nothing(proj: Path) -> None:
     mem = Memory.open(proj)
     line = _event(mem, "agent_response", "Label PDFs render with WeasyPrint.")

@@ -353,6 +353,48 @@ class TeamConfig(Section):
     )
 
 
+class CitationsConfig(Section):
+    enabled: bool = _f(True, "Citations ([mem:abc123]) on injected memories, and their use counted; off: neither.")
+    id_length: int = _f(6, "Characters of a new memory's citation id, 6 to 8 (existing ones keep theirs).")
+    include_in_context: bool = _f(
+        True, "Give each injected memory its citation and ask Claude to cite the ones it uses (what 'cited' counts)."
+    )
+    track_usage: bool = _f(
+        True, "Count each memory's uses (injected, fetched in full, cited in answers): levels and 'citations popular'."
+    )
+    format: Literal["inline", "footnote", "reference"] = _f(
+        "inline",
+        "How injected memories carry their citation: inline ([mem:abc123] first), footnote (numbered, the citations"
+        " listed after), reference (after the text, with its date and session).",
+        ("inline", "footnote", "reference"),
+    )
+
+
+class LlmConfig(Section):
+    provider: Literal["", "anthropic", "openai", "ollama"] = _f(
+        "",
+        "The optional LLM insight extractor: '' (off), anthropic, openai (any OpenAI-compatible endpoint) or ollama."
+        " It sends session text to that endpoint: nothing is sent unless this is set.",
+        ("", "anthropic", "openai", "ollama"),
+    )
+    model: str = _f("", "Model name (claude-haiku-4-5, gpt-4o-mini, llama3.1, …).")
+    url: str = _f(
+        "",
+        "Base URL; empty = the provider's own (https://api.anthropic.com, https://api.openai.com/v1,"
+        " http://127.0.0.1:11434).",
+    )
+    api_key_env: str = _f("", "Environment variable holding the API key (never the key itself).")
+    daily_token_budget: int = _f(
+        200_000, "Tokens (in + out) the extractor may use per day, all projects together; 0 = no cap."
+    )
+    daily_cost_usd: float = _f(1.0, "Dollars it may spend per day, priced with the two settings below; 0 = no cap.")
+    input_usd_per_mtok: float = _f(0.0, "Price of a million input tokens (for the cost budget).")
+    output_usd_per_mtok: float = _f(0.0, "Price of a million output tokens.")
+    max_input_chars: int = _f(24_000, "Text sent in one call; a longer session is sent in slices.")
+    idle_minutes: int = _f(10, "A session is read once it has ended or been quiet this long.")
+    timeout_s: float = _f(60.0, "HTTP timeout of one call.")
+
+
 class EndlessConfig(Section):
     mode: Literal["session", "endless"] = _f(
         "session",
@@ -393,6 +435,8 @@ class Config:
     context: ContextConfig
     database: DatabaseConfig
     team: TeamConfig
+    citations: CitationsConfig
+    llm: LlmConfig
     endless: EndlessConfig
 
     def __init__(self) -> None:
@@ -424,6 +468,8 @@ SECTIONS: dict[str, type[Section]] = {
     "context": ContextConfig,
     "database": DatabaseConfig,
     "team": TeamConfig,
+    "citations": CitationsConfig,
+    "llm": LlmConfig,
     "endless": EndlessConfig,
 }
 
@@ -512,6 +558,8 @@ def _apply(cfg: Config, data: dict[str, Any], source: str) -> None:
             checked = _check_value(f"{source}: {section}.{key}", value, hints[key])
             if section == "privacy" and key == "extra_patterns":
                 _check_patterns(f"{source}: {section}.{key}", checked)
+            if section == "citations" and key == "id_length" and checked not in (6, 7, 8):
+                raise ConfigError(f"{source}: citations.id_length: must be 6, 7 or 8, got {checked}")
             if section == "database" and key == "url" and source != "environment":
                 _check_database_url(f"{source}: {section}.{key}", checked)
             setattr(target, key, checked)

@@ -7,7 +7,9 @@ write a ``knowledge.projection.Projector`` (a name, a version, ``drop`` and ``pr
 background, ``memlane rebuild`` recreates it, and a forget or a redaction empties it for a fresh projection.
 A projector may also have ``finish(store, cfg)``: what ``rebuild`` runs once the log is read to its end, for
 state computed from the projected tables as a whole (endless mode's consolidation, continuity scores and
-working set, which the daemon's ``EndlessJob`` keeps up to date when due).
+working set, which the daemon's ``EndlessJob`` keeps up to date when due); and ``settle(store, limit)``: what
+it derives from logs that are not events (the learning loop's injection log, fetches and LLM answers), which
+``projection.rebuild`` runs after its events and the daemon's ``GraduationJob`` through ``settle`` below.
 
 Vectors are derived too, but recreating them means embedding every event again: ``memlane vectors rebuild``
 queues that for the daemon's worker.
@@ -52,9 +54,10 @@ class Sessions(Projector):
 def projectors() -> list[Projector]:
     """Every derived-state owner, in the order ``rebuild`` runs them."""
     from memlane.endless.projector import EndlessProjector
+    from memlane.knowledge.learning import LearningProjector
     from memlane.knowledge.projector import KnowledgeProjector
 
-    return [FullText(), Sessions(), KnowledgeProjector(), EndlessProjector()]
+    return [FullText(), Sessions(), KnowledgeProjector(), EndlessProjector(), LearningProjector()]
 
 
 def names() -> list[str]:
@@ -66,6 +69,18 @@ def catch_up(store: Store, *, max_events: int | None = None, budget_s: float | N
     if store.ephemeral or not hasattr(store, "projection_offset"):
         return Progress()  # an empty stand-in, or a team server's store: derived tables live in the local one
     return projection.catch_up(store, projectors(), max_events=max_events, budget_s=budget_s)
+
+
+def settle(store: Store, *, limit: int | None = None) -> int:
+    """Fold in what owners derive from logs other than the events (the learning loop's injection records, fetches
+    and LLM answers) and judge what changed; once the log is projected (levels read replacements). How much
+    was done; ``limit`` bounds the batches (the daemon's slice)."""
+    if store.ephemeral or not hasattr(store, "projection_offset") or any(lag(store).values()):
+        return 0
+    done = 0
+    for projector in projectors():
+        done += projector.settle(store, limit)
+    return done
 
 
 def rebuild(store: Store, only: Sequence[str] = (), cfg: Config | None = None) -> dict[str, int]:

@@ -89,6 +89,7 @@ def store_events(
     recovered = recovered or []
     try:
         store = Store(proj.db_file, proj.id, cfg.store.hook_busy_timeout_ms)
+        store.citation_length = cfg.citations.id_length
         if recovered:
             recovered = _not_yet_stored(store, recovered)
         if recovered:
@@ -131,12 +132,21 @@ def drain_spool(store: Store) -> None:
         log("hooks", "info", f"spool: ingested {report.files} file(s), {report.inserted} new event(s)")
 
 
-def _catch_up(payload: dict[str, Any], cfg: config.Config) -> list[NewEvent]:
-    """The turn's tool calls, rebuilt from its transcript, for those whose async hook Claude Code killed."""
+def _catch_up(payload: dict[str, Any], cfg: config.Config, batch: list[NewEvent]) -> list[NewEvent]:
+    """The turn's tool calls, rebuilt from its transcript, for those whose async hook Claude Code killed; and the
+    citations the turn's text made before its final answer, noted on that answer (``cites``: the learning
+    loop counts them as cited, docs/learning.md)."""
     try:
         from memlane.capture import catchup
 
-        return catchup.missing_calls(payload, cfg)
+        track = cfg.citations.enabled and cfg.citations.track_usage
+        cites: list[str] | None = [] if track else None
+        recovered = catchup.missing_calls(payload, cfg, cites)
+        if cites and batch and batch[0].type == "agent_response":
+            earlier = [c for c in cites if f"mem:{c}" not in batch[0].content.lower()]
+            if earlier:
+                batch[0].metadata["cites"] = earlier
+        return recovered
     except Exception as exc:  # noqa: BLE001 - the catch-up must never cost the Stop event
         log("hooks", "error", f"Stop catch-up failed: {exc!r}")
         return []
@@ -472,7 +482,7 @@ def handle(
     if delivered is not None:
         for item in batch:
             item.ts = item.ts or keys.iso(delivered)
-    recovered = _catch_up(payload, cfg) if event == "Stop" and cfg.capture.enabled else []
+    recovered = _catch_up(payload, cfg, batch) if event == "Stop" and cfg.capture.enabled else []
     store, ids = store_events(proj, cfg, batch, recovered)
     if store is None:
         return ""

@@ -71,7 +71,9 @@ class Memory:
     def existing(cls, proj: project.Project, cfg: config.Config | None = None) -> Memory:
         """A project already found (and registered): opens its store, registers nothing."""
         cfg = cfg or config.load()
-        return cls(proj, cfg, Store(proj.db_path, proj.id, cfg.store.busy_timeout_ms))
+        store = Store(proj.db_path, proj.id, cfg.store.busy_timeout_ms)
+        store.citation_length = cfg.citations.id_length
+        return cls(proj, cfg, store)
 
     @classmethod
     def on_server(
@@ -351,7 +353,10 @@ class Memory:
         read calls it so its answer is current). A ``knowledge.projection.Progress``."""
         from memlane import derived
 
-        return derived.catch_up(self.store, budget_s=budget_s)
+        progress = derived.catch_up(self.store, budget_s=budget_s)
+        if progress.done:
+            derived.settle(self.store)  # usage, levels, insights from what is not in the log (the graduation job's)
+        return progress
 
     def rebuild(self, only: Sequence[str] = ()) -> dict[str, int]:
         """Recreate derived tables from the event log (all, or the owners named); events read per owner."""
@@ -452,6 +457,143 @@ class Memory:
         )
         self.catch_up()
         return self.task(task["id"])
+
+    # ---- the learning loop (citation usage, levels, insights: memlane.knowledge.learning) -----------------
+
+    def fetched(self, event_ids: Sequence[str], source: str) -> None:
+        """Note that these memories were opened in full (``source``: mcp, cli, web), for citation usage and
+        graduation. The session is Claude Code's when the reader runs inside one (``CLAUDE_CODE_SESSION_ID``: a
+        ``memlane show`` run by Claude, the MCP server). Never fails the read that called it."""
+        cfg = self.config.citations
+        ids = [i for i in event_ids if i]
+        if not ids or not (cfg.enabled and cfg.track_usage) or self.store.ephemeral:
+            return
+        session = os.environ.get("CLAUDE_CODE_SESSION_ID") or None
+        try:
+            self.store.record_fetch(ids, source, session)
+        except Exception as exc:  # noqa: BLE001 - a locked or read-only store must not cost the user the read
+            log("memory", "warning", f"fetch of {len(ids)} memory(ies) not counted: {exc!r}")
+
+    def usage(self, ref: str, limit: int = 20) -> dict[str, Any]:
+        """How one memory has been used: counts by kind (injected, listed, fetched, cited), its level with the
+        counters it was judged on, the sessions that cited it and the sessions that used it at all, and the
+        insights it is a source of."""
+        check_limit(limit)
+        event = self.get(ref)
+        level = self.store.levels_of([event.id]).get(event.id)
+        insight_ids = self.store.insights_of_events([event.id]).get(event.id, [])
+        return {
+            "counts": self.store.usage_counts(event.id),
+            "level": level or {"level": 0, "reason": "not used yet"},
+            "cited_in": self.store.citing_sessions(event.id, ("cited",), limit),
+            "used_in": self.store.citing_sessions(event.id, ("injected", "fetched", "cited"), limit),
+            "insights": self.store.list_insights(ids=insight_ids, limit=limit),
+        }
+
+    def popular(
+        self, limit: int = 10, kinds: Sequence[str] = ("cited",), session: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Memories by how often they were used in these ways (citations-system §8.2), each with its event."""
+        from memlane.store.learning import USAGE_KINDS
+
+        check_limit(limit)
+        for kind in kinds:
+            if kind not in USAGE_KINDS:
+                raise InputError(f"unknown use '{kind}' (one of: {', '.join(USAGE_KINDS)})")
+        rows = self.store.popular(list(kinds) or list(USAGE_KINDS), limit, session or None)
+        events = {e.id: e for e in self.store.by_ids([r["event_id"] for r in rows])}
+        levels = self.store.levels_of(list(events))
+        out = []
+        for row in rows:
+            if row["event_id"] in events:
+                event = events[row["event_id"]]
+                level = levels.get(event.id, {}).get("level", 0)
+                out.append({**row, "event": event, "level": level})
+        return out
+
+    def usage_by_session(self, limit: int = 20) -> list[dict[str, Any]]:
+        """Per session, latest first: memories it was given (full and index tier), fetched and cited."""
+        check_limit(limit)
+        return self.store.usage_by_session(limit)
+
+    def learned(self, event_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """Level and best insight of each of these events that has one (search results, injection, MCP)."""
+        return self.store.learned(event_ids)
+
+    def insights(
+        self,
+        *,
+        types: Sequence[str] = (),
+        min_level: int = 0,
+        limit: int = 50,
+        query: str | None = None,
+        engine: Any = None,
+    ) -> list[dict[str, Any]]:
+        """Insights, highest level first (or, with ``query``, those whose evidence search finds, best first), each
+        with its sources (event, role, the quoted span)."""
+        from memlane.knowledge import insights as rules
+
+        for kind in types:
+            if kind not in rules.TYPES:
+                raise InputError(f"unknown insight type '{kind}' (one of: {', '.join(rules.TYPES)})")
+        if isinstance(min_level, bool) or not isinstance(min_level, int) or not 0 <= min_level <= 4:
+            raise InputError(f"level must be 0 to 4, got {min_level!r}")
+        check_limit(limit, 10_000)
+        if query is None:
+            rows = self.store.list_insights(types, min_level, limit)
+        else:
+            # Search reaches an insight through its evidence: its words are quotes of its source events.
+            hits = self.search(query, limit=MAX_LIMIT, engine=engine)
+            by_event = self.store.insights_of_events([h.event.id for h in hits])
+            order = list(dict.fromkeys(i for h in hits for i in by_event.get(h.event.id, [])))
+            found = {r["id"]: r for r in self.store.list_insights(types, min_level, len(order) + 1, ids=order)}
+            rows = [found[i] for i in order if i in found][:limit]
+        return self._with_sources(rows)
+
+    def _with_sources(self, rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        sources = self.store.insight_sources([r["id"] for r in rows])
+        events = {e.id: e for e in self.store.by_ids(sorted({s["event_id"] for v in sources.values() for s in v}))}
+        for row in rows:
+            row["sources"] = [
+                {**s, "cite": events[s["event_id"]].cite, "session_id": events[s["event_id"]].session_id,
+                 "ts": events[s["event_id"]].ts}
+                for s in sources.get(row["id"], []) if s["event_id"] in events
+            ]  # fmt: skip
+            anchor = events.get(row["anchor_id"])
+            row["cite"] = anchor.cite if anchor else None
+        return rows
+
+    def insight(self, ref: str) -> dict[str, Any]:
+        """One insight by id (``in-…``, a unique prefix of 6 or more characters) with its sources."""
+        ref = ref.strip()
+        row = self.store.insight(ref)
+        if row is None and len(ref) >= 6:
+            found = self.store.insights_by_prefix(ref)
+            if len(found) > 1:
+                raise InputError(f"'{ref}' names more than one insight: give more of its id")
+            row = found[0] if found else None
+        if row is None:
+            raise NotFoundError(f"no insight '{ref}' in project {self.project.id} (memlane insights lists them)")
+        return self._with_sources([row])[0]
+
+    def learning_stats(self) -> dict[str, Any]:
+        """Levels (memories and insights at each), uses by kind, insights by type, what the LLM extractor spent."""
+        from memlane.knowledge import graduation
+
+        counts = self.store.level_counts()
+        used = sum(counts["events"].values())
+        events = {graduation.LEVELS[n]: counts["events"].get(n, 0) for n in range(5)}
+        events["L0"] = self.store.count() - used + events["L0"]
+        by_type: dict[str, int] = {}
+        for kind, n in self.store.db.execute("SELECT insight_type, COUNT(*) FROM insights GROUP BY insight_type"):
+            by_type[str(kind)] = int(n)
+        return {
+            "levels": events,
+            "used": used,
+            "insight_levels": {graduation.LEVELS[n]: counts["insights"].get(n, 0) for n in range(1, 5)},
+            "insights": by_type,
+            "uses": self.store.usage_totals(),
+        }
 
     def _workflow_links(self, titles: dict[str, str]) -> dict[str, dict[str, Any]]:
         from memlane.knowledge import tasks

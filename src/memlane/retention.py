@@ -12,9 +12,9 @@ from the last ``KEEP_RECENT_DAYS`` days, and ``protected_event_ids``.
 ``protected_event_ids`` is the one place that says what must stay. Today it protects every event cited
 (``mem:xxxxxx``) in the project's rule files (CLAUDE.md and its managed regions, AGENTS.md, …), in its
 workflow memory (memory.md, progress.json, session records) and in its context stores (learned
-preferences, layer context). The learning loop's knowledge levels plug in through ``PROTECTORS``: a
-function ``(Memory) -> set[event id]`` appended there (e.g. the events behind knowledge marked L3 or
-above) is consulted by every prune, with nothing else to change.
+preferences, layer context), and through ``PROTECTORS`` (functions ``(Memory) -> set[event id]``, consulted
+by every prune) the learning loop's verified knowledge: memories at L3 or above and the evidence of insights at
+L3 or above (``learned_knowledge``).
 """
 
 from __future__ import annotations
@@ -34,10 +34,20 @@ TARGET_SHARE = 0.9  # a prune brings the store down to this share of the cap, so
 MAX_ROUNDS = 20
 ROUND_MIN, ROUND_MAX = 20, 5000  # events per round
 MAX_FILE_BYTES = 2_000_000  # a file larger than this is not read for citations
-_CITATION = re.compile(r"mem:([0-9a-z]{6})(?![0-9a-z])")
+_CITATION = re.compile(r"mem:([0-9a-z]{6,8})(?![0-9a-z])")
 
 Protector = Callable[[Memory], set[str]]
-PROTECTORS: list[Protector] = []  # more "never prune these" sources (the learning loop's L3+ knowledge)
+
+
+def learned_knowledge(mem: Memory) -> set[str]:
+    """The learning loop's verified knowledge: memories at L3 or above, and the evidence of insights at L3 or above
+    (docs/learning.md): never pruned, whatever their age."""
+    from memlane.knowledge.graduation import NEEDS_EVIDENCE
+
+    return mem.store.event_ids_at_level(NEEDS_EVIDENCE) | mem.store.insight_event_ids(NEEDS_EVIDENCE)
+
+
+PROTECTORS: list[Protector] = [learned_knowledge]  # "never prune these" sources beyond the cited files
 
 
 class PruneReport:

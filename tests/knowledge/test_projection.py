@@ -108,7 +108,7 @@ def test_two_catch_ups_at_once_project_each_event_once(tmp_path: Path) -> None:
 
 
 def test_registry_lists_every_owner_and_rebuild_recreates_them(store: Store, log: Log) -> None:
-    assert derived.names() == ["fulltext", "sessions", "knowledge", "endless"]
+    assert derived.names() == ["fulltext", "sessions", "knowledge", "endless", "learning"]
     log.prompt("why does the checkout pool time out")
     log.edit("app/db.py", "pool_size=10", "pool_size=20")
     log.project()
@@ -118,7 +118,7 @@ def test_registry_lists_every_owner_and_rebuild_recreates_them(store: Store, log
     store.db.execute("DELETE FROM sessions")
     assert store.fts("checkout pool") == [] and store.sessions() == []
     counts_read = derived.rebuild(store)
-    assert counts_read == {"fulltext": 2, "sessions": 2, "knowledge": 2, "endless": 2}
+    assert counts_read == {"fulltext": 2, "sessions": 2, "knowledge": 2, "endless": 2, "learning": 2}
     assert store.knowledge_counts() == before
     assert next(e.content for e, _ in store.fts("checkout pool")) == "why does the checkout pool time out"
     assert store.sessions()[0]["event_count"] == 2
@@ -211,11 +211,11 @@ def test_the_daemon_projection_job_projects_every_project(tmp_path: Path) -> Non
             Log(mem.store).prompt(f"- [ ] task of project {name}")
     gate = Gate()
     worker = Worker(config.load(), None, gate, stop, lambda: None, jobs=default_jobs(config.load(), gate, stop))
-    assert [job.name for job in worker.jobs] == ["projection", "endless"]
+    assert [job.name for job in worker.jobs] == ["projection", "graduation", "endless"]
     assert worker.step() >= 2, "no model: the jobs run anyway"
     assert worker.step() == 0
-    # One event per project, read by each log-following projector (knowledge, endless).
-    assert worker.state["jobs"]["projection"] == {"done": 4, "last_error": None}
+    # One event per project, read by each log-following projector (knowledge, endless, learning).
+    assert worker.state["jobs"]["projection"] == {"done": 6, "last_error": None}
     for root, name in zip(roots, ("a", "b"), strict=True):
         with Memory.open(root) as mem:
             assert [t["title"] for t in mem.tasks()] == [f"task of project {name}"]

@@ -62,7 +62,7 @@ def test_rebuild_equals_following_the_log_on_the_coding_replay(tmp_path: Path) -
         followed = dump(mem.store)
         counts = mem.store.knowledge_counts()
         assert counts["superseded"] >= 15 and counts["entries"]["change"] >= 40, counts
-        assert mem.rebuild() == {"fulltext": 439, "sessions": 439, "knowledge": 439, "endless": 439}
+        assert mem.rebuild() == {"fulltext": 439, "sessions": 439, "knowledge": 439, "endless": 439, "learning": 439}
         rebuilt = dump(mem.store)
     for table in TABLES:
         assert rebuilt[table] == followed[table], table

@@ -75,11 +75,13 @@ def test_rebuild_says_what_it_recreated(proj: Path) -> None:
         "rebuilt sessions from 1 event(s)",
         "rebuilt knowledge from 1 event(s)",
         "rebuilt endless from 1 event(s)",
+        "rebuilt learning from 1 event(s)",
         "knowledge: 0 entries, 1 entities, 1 edges, 0 memories superseded",
         "endless: a working set of 1 item(s), 0 consolidated memories, the continuity of 0 session(s)",
+        "learning: 0 memories used (0 at L1 or above), 0 insights",
     ]
     code, out, _ = run(proj, "rebuild", "--only", "knowledge", "--json")
     assert json.loads(out)["rebuilt"] == {"knowledge": 1}
     code, _, err = run(proj, "rebuild", "--only", "vectors")
     assert code == 1
-    assert err == "Error: unknown derived state 'vectors' (one of: fulltext, sessions, knowledge, endless)\n"
+    assert err == "Error: unknown derived state 'vectors' (one of: fulltext, sessions, knowledge, endless, learning)\n"

@@ -55,7 +55,7 @@ def test_inspector_lists_and_calls_tools(store: dict[str, Any], proj: Path) -> N
     listed = inspector(proj, "--method", "tools/list")
     names = {t["name"] for t in listed["tools"]}
     assert names == {"mem-search", "mem-timeline", "mem-details", "mem-source", "mem-context-pack", "mem-stats",
-                     "mem-projects", "mem-tasks"}  # fmt: skip
+                     "mem-projects", "mem-tasks", "mem-insights"}  # fmt: skip
     search = next(t for t in listed["tools"] if t["name"] == "mem-search")
     # The query may be left out for tool history (tool, file, failed); an empty search is refused by the tool.
     assert "required" not in search["inputSchema"] and {"query", "tool", "file", "failed"} <= set(

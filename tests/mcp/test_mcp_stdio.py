@@ -15,7 +15,7 @@ from mcp_support import SECRET, fill, server_command, server_env
 from mcp import Client
 
 TOOLS = {"mem-search", "mem-timeline", "mem-details", "mem-source", "mem-context-pack", "mem-stats", "mem-projects",
-         "mem-tasks"}  # fmt: skip
+         "mem-tasks", "mem-insights"}  # fmt: skip
 CITE = re.compile(r"\[(mem:[0-9a-z]{6})\]")
 
 

@@ -31,6 +31,7 @@ COMMANDS = {
     "show",
     "export",
     "workflow-memory",
+    "insights",
 }
 
 

@@ -83,6 +83,28 @@ def test_citation_with_where_it_was_injected(site: Site) -> None:
     assert get(site, "/api/citations/zzzzzz")[0] == 404
 
 
+def test_citation_with_its_usage_level_and_citing_sessions(site: Site) -> None:
+    """The learning loop's part of the record: uses by kind, the level and its counters, who cited it."""
+    from memlane.store import NewEvent
+
+    ev = site.answer  # type: ignore[attr-defined]
+    with site.memory() as mem:
+        mem.store.append(
+            [NewEvent("agent_response", "s-three", f"As [mem:{ev.citation}] says: max_connections.", "c1")]
+        )
+        mem.catch_up()
+    code, body = get(site, f"/api/citations/{ev.citation}")
+    assert code == 200
+    assert body["usage"]["cited"] == 1 and body["usage"]["fetched"] == 0 and "injected" in body["usage"]
+    assert body["level"]["level"] == 1 and body["level"]["cited"] == 1
+    assert [s["sessionId"] for s in body["citedIn"]] == ["s-three"]
+    page = site.client.get(f"/events/{ev.id}").text
+    assert "<dt>Level</dt><dd>L1" in page and "cited 1" in page
+    with site.memory() as mem:
+        mem.catch_up()  # the daemon's graduation job folds the fetch in
+        assert mem.usage(ev.id)["counts"]["fetched"] == 1, "the event page is a fetch"
+
+
 def test_injections(site: Site) -> None:
     code, body = get(site, "/api/injections?limit=5")
     assert code == 200

@@ -24,6 +24,7 @@ import time
 from memlane.capture import events as build
 from memlane.capture import observe, own, transcript
 from memlane.logs import log
+from memlane.store import keys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -131,10 +132,11 @@ def turn_calls(
 
 
 def _turn_calls(
-    path: str, limit: int | None, prompt_id: str | None
+    path: str, limit: int | None, prompt_id: str | None, cites: list[str] | None = None
 ) -> tuple[list[tuple[str, dict[str, Any]]], bool, bool]:
     """``turn_calls`` plus whether the turn looks written out: no call without its result, and an assistant
-    line after the last result (a turn that shows neither yet is one Claude Code has not finished writing)."""
+    line after the last result (a turn that shows neither yet is one Claude Code has not finished writing).
+    ``cites``, when given, receives the citations (``mem:abc123``) the turn's assistant text names."""
     scan = _Scan(path, SCAN_LIMIT if limit is None else limit, prompt_id)
     lines = scan.turn()
     said = [line for line in lines if not line.get("isMeta")]
@@ -146,6 +148,8 @@ def _turn_calls(
             for block in parts:
                 if block.get("type") == "tool_use" and block.get("id"):
                     calls[str(block["id"])] = (str(block.get("name") or "?"), block.get("input"))
+                elif cites is not None and block.get("type") == "text" and isinstance(block.get("text"), str):
+                    cites.extend(c for c in keys.citations_in(block["text"]) if c not in cites)
             continue
         results = [b for b in parts if b.get("type") == "tool_result"]
         for block in results:
@@ -163,12 +167,15 @@ def _turn_calls(
     return out, scan.truncated, answered
 
 
-def missing_calls(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:
+def missing_calls(payload: dict[str, Any], cfg: Config, cites: list[str] | None = None) -> list[NewEvent]:
     """The events the PostToolUse/PostToolUseFailure hooks of the turn Stop ends would have stored.
 
     Built from the transcript exactly as those hooks build them; the caller stores them with the Stop
     event and the dedupe keys keep whatever the live hooks stored from being stored twice. Fails open:
     a missing, unreadable or damaged transcript costs the catch-up, never the Stop event.
+
+    ``cites``, when given, receives the citations the turn's assistant text names, the text written before
+    its tool calls included (``last_assistant_message`` holds only the final text): what Claude cited this turn.
     """
     path = payload.get("transcript_path")
     if not isinstance(path, str) or not path or "\0" in path:
@@ -182,7 +189,11 @@ def missing_calls(payload: dict[str, Any], cfg: Config) -> list[NewEvent]:
     slept = False
     try:
         while True:
-            calls, truncated, answered = _turn_calls(path, None, prompt_id if isinstance(prompt_id, str) else None)
+            if cites is not None:
+                cites.clear()
+            calls, truncated, answered = _turn_calls(
+                path, None, prompt_id if isinstance(prompt_id, str) else None, cites
+            )
             # Stop says the turn ended with an answer, but the transcript does not show it yet: Claude Code
             # has not written its last lines. Give it a moment rather than miss the turn's last calls.
             waited = time.monotonic() - started

@@ -9,6 +9,8 @@ When nothing is relevant, nothing is returned and nothing is injected.
 
 from __future__ import annotations
 
+import re
+
 from memlane.config import Config
 from memlane.store.db import Event, Store
 
@@ -21,6 +23,8 @@ if TYPE_CHECKING:
     from memlane.retrieval.select import Injection, Item
 
 HEADER = "memlane: relevant memory from earlier sessions in this project (expand with `memlane show mem:ID`)."
+FOOTNOTE_RULE = "---"
+REFERENCES_TITLE = "References:"
 FULL_TITLE = "## Relevant memories (in full)"
 INDEX_TITLE = "## Possibly relevant (index: open one with `memlane show mem:ID` or the mem-details tool)"
 START_HEADER = "memlane: where this project left off (expand with `memlane show mem:ID`)."
@@ -103,11 +107,20 @@ def compose(task: str, cfg: Config, context: PromptContext | None, body: Any, he
     return PromptComposer(cfg).compose(task, context, body, header=header)
 
 
-def hits_context(chosen: Injection, cfg: Config, current: str = "", context: PromptContext | None = None) -> str:
+def hits_context(
+    chosen: Injection,
+    cfg: Config,
+    current: str = "",
+    context: PromptContext | None = None,
+    learned: dict[str, dict[str, Any]] | None = None,
+) -> str:
     """Injection text for a prompt's two tiers; memories of another project (cross-project on) say so.
 
     The full tier comes first, each memory whole or cut to its share of the room; the index tier follows
-    under its own heading, one line each. Either section may be absent; each line keeps its citation.
+    under its own heading, one line each. Either section may be absent; each line keeps its citation, as
+    ``citations.format`` says (``citation_style``: inline, footnote, reference, or none at all). ``learned``
+    (``learned_of``) adds what the learning loop knows of the full tier's memories: a level from L2 up beside
+    the tier, and the insight a memory is evidence of on a line of its own (the first to go when room is short).
     """
     if not chosen:
         return compose("prompt_injection", cfg, context, "", HEADER)
@@ -117,40 +130,113 @@ def hits_context(chosen: Injection, cfg: Config, current: str = "", context: Pro
 
     from memlane.retrieval.select import index_line
 
-    index = [index_line(h.event, cfg.injection.gist_chars, origin(h.event)) for h in chosen.index]
+    style = citation_style(cfg)
+    # An index line is its citation to open: none without citations (``choose`` leaves the tier empty then).
+    index = [index_line(h.event, cfg.injection.gist_chars, origin(h.event)) for h in chosen.index if style != "none"]
+
+    by_cite = {e.cite: e for item in chosen.items for e in item_events(item)}
+    # The footnotes or references of every full-tier memory, reserved before the items share the room.
+    reserve = sum(len(line) + 1 for line in cite_footer(list(by_cite.values()), style))
 
     def body(room: int) -> str:
         parts: list[str] = []
         if index:
             parts = [INDEX_TITLE, *index]
-        left = room - sum(len(p) + 1 for p in parts)
+        left = room - sum(len(p) + 1 for p in parts) - reserve
         if chosen.items and left > len(FULL_TITLE) + 80:
             left -= len(FULL_TITLE) + 1
             full: list[str] = []
             for n, item in enumerate(chosen.items):
-                lines = item_lines(item, left // (len(chosen.items) - n), cfg, origin)
+                lines = item_lines(item, left // (len(chosen.items) - n), cfg, origin, learned or {})
                 full.extend(lines)
                 left -= sum(len(line) + 1 for line in lines)
             if full:
-                parts = [FULL_TITLE, *full, *parts]
+                parts = [FULL_TITLE, *restyle(full, style, by_cite), *parts]
         return "\n".join(parts)
 
     others = {h.event.project_id for h in chosen.hits} - {current} if current else set()
-    return compose("prompt_injection", cfg, context, body, header_for(len(others)))
+    header = header_for(len(others))
+    if style == "none":
+        header = header.replace(" (expand with `memlane show mem:ID`)", "")
+    return compose("prompt_injection", cfg, context, body, header)
 
 
-def item_lines(item: Item, room: int, cfg: Config, origin: Callable[[Event], str]) -> list[str]:
+# ---- how injected memories carry their citations (citations-system §10: format, include_in_context) ----------
+
+_LEAD: list[re.Pattern[str]] = []  # the pattern of a line's leading citation, compiled on first use
+
+
+def citation_style(cfg: Config) -> str:
+    """``inline`` (``- [mem:abc123] …``, the default), ``footnote`` (``- [1] …``, the citations listed after),
+    ``reference`` (the lines bare, a list of citations with date and session after) or ``none``
+    (``citations.enabled`` or ``citations.include_in_context`` off: no citations, and no index tier)."""
+    from memlane.retrieval.select import cites_in_context
+
+    return cfg.citations.format if cites_in_context(cfg) else "none"
+
+
+def item_events(item: Item) -> list[Event]:
+    """The events a full-tier item may show, each with its own line or tail."""
+    return [h.event for h in item.hits] + ([item.asked] if item.asked is not None else [])
+
+
+def cite_footer(events: Sequence[Event], style: str) -> list[str]:
+    """What follows the full tier's lines for these events (in the order their lines cite them)."""
+    if style == "footnote" and events:
+        return [FOOTNOTE_RULE, *(f"[{n}] {e.cite} {e.ts[:10]}" for n, e in enumerate(events, 1))]
+    if style == "reference" and events:
+        return [REFERENCES_TITLE, *(f"- [{e.cite}] {e.ts[:10]}, session {e.session_id[:8]}" for e in events)]
+    return []
+
+
+def restyle(lines: list[str], style: str, by_cite: dict[str, Event]) -> list[str]:
+    """The full tier's lines (``- [mem:…] …`` and ``  · [mem:…] …``) with their leading citation as ``style``
+    says, and its footer; inline: as they are. A citation in a memory's own text is left alone."""
+    if style == "inline":
+        return lines
+    if not _LEAD:
+        _LEAD.append(re.compile(r"^(- |  · )\[(mem:[0-9a-z]{6,8})\] "))
+    cited: list[Event] = []
+    out = []
+    for line in lines:
+        match = _LEAD[0].match(line)
+        event = by_cite.get(match.group(2)) if match else None
+        if match is None or event is None:
+            out.append(line)
+            continue
+        if event not in cited:
+            cited.append(event)
+        mark = f"[{cited.index(event) + 1}] " if style == "footnote" else ""
+        out.append(match.group(1) + mark + line[match.end() :])
+    return out + cite_footer(cited, style)
+
+
+def item_lines(
+    item: Item,
+    room: int,
+    cfg: Config,
+    origin: Callable[[Event], str],
+    learned: dict[str, dict[str, Any]] | None = None,
+) -> list[str]:
     """One full-tier item within ``room`` characters: its lead memory whole (up to ``injection.full_chars``),
-    then one line each for the prompt that asked and the exchange's other matching memories."""
+    then one line each for the prompt that asked and the exchange's other matching memories, and the insight
+    one of them is evidence of (``learned``)."""
+    learned = learned or {}
     lead, rest = item.lead, item.hits[1:]
     context = [item.asked] if item.asked is not None else []
     context += [h.event for h in rest]
     tails = [f"  · [{e.cite}] {e.type.replace('_', ' ')}: {one_line(e.content, 160)}" for e in context]
     event = lead.event
+    insight = next((learned[e.id]["insight"] for e in (event, *context) if "insight" in learned.get(e.id, {})), None)
+    if insight is not None:
+        what = ("verified " if insight.get("verified") else "") + str(insight["type"]).replace("_", " ")
+        tails.append(f"  · insight ({what}, L{insight['level']}): {one_line(str(insight['content']), 160)}")
     best = max(item.hits, key=lambda h: h.score)  # the item's tier and score: its answer may have come along
+    level = int(learned.get(event.id, {}).get("level", 0))
     day = event.ts[:16].replace("T", " ")
     kind = event.type.replace("_", " ")
-    head = f"- [{event.cite}] ({best.confidence}, {best.score:.2f}) {day}{origin(event)} {kind}: "
+    mark = f", L{level}" if level >= 2 else ""  # L1 is one use: not worth the characters
+    head = f"- [{event.cite}] ({best.confidence}, {best.score:.2f}{mark}) {day}{origin(event)} {kind}: "
     share = min(cfg.injection.full_chars, room - sum(len(t) + 1 for t in tails) - 1) - len(head)
     while share < 80 and tails:  # the lead first: context lines go before it is cut to a stub
         share += len(tails.pop()) + 1
@@ -171,7 +257,22 @@ def prompt_context(
 ) -> str:
     chosen = prompt_hits(store, prompt, cfg, exclude_ids)
     record(store, exclude_ids, chosen, "text")
-    return hits_context(chosen, cfg, context=context)
+    return hits_context(chosen, cfg, context=context, learned=learned_of(store, chosen))
+
+
+def learned_of(store: Any, chosen: Injection) -> dict[str, dict[str, Any]]:
+    """Level and insight of the full tier's memories (the learning loop's ``Store.learned``: two indexed reads,
+    ~70 µs for 20 ids); empty when the store keeps none or cannot say: never fails the prompt."""
+    ids = [e.id for item in chosen.items for e in item_events(item)]
+    if not ids or not hasattr(store, "learned"):
+        return {}
+    try:
+        return dict(store.learned(ids))
+    except Exception as exc:  # noqa: BLE001 - a level is a nicety; the prompt's memories are not
+        from memlane.logs import log
+
+        log("inject", "warning", f"levels not read: {exc!r}")
+        return {}
 
 
 def record(store: Store, exclude_ids: Sequence[str], chosen: Injection, mode: str) -> None:

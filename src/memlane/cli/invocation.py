@@ -97,7 +97,8 @@ def project_options(command: click.Command) -> None:
     if isinstance(command, click.Group):
         for sub in command.commands.values():
             project_options(sub)
-        return
+        if not command.invoke_without_command:  # a group that is also a command (``insights``) takes them too
+            return
     if command.name == "hook":
         return
     taken = {opt for p in command.params for opt in getattr(p, "opts", ())}

@@ -211,13 +211,14 @@ def update_cmd(
     "--only",
     "only",
     multiple=True,
-    help="Only this derived state (repeatable): fulltext, sessions, knowledge, endless.",
+    help="Only this derived state (repeatable): fulltext, sessions, knowledge, endless, learning.",
 )
 @json_option
 @pass_ctx
 def rebuild(obj: Ctx, only: tuple[str, ...], as_json: bool) -> None:
     """Recreate every derived table (full-text indexes, sessions, the knowledge model, endless mode's working set,
-    consolidated memories and continuity scores) from the event log.
+    consolidated memories and continuity scores, the learning loop's usage, levels and insights) from the event
+    log (and the logs of what was injected, fetched and extracted).
 
     Vectors are derived too, but recreating them embeds every event again: `memlane vectors rebuild`.
     """
@@ -225,8 +226,9 @@ def rebuild(obj: Ctx, only: tuple[str, ...], as_json: bool) -> None:
         counts = mem.rebuild(list(only))
         stats = mem.store.knowledge_counts() if not only or "knowledge" in only else None
         endless = mem.store.endless_counts() if not only or "endless" in only else None
+        learned = mem.learning_stats() if not only or "learning" in only else None
     if as_json:
-        render.emit_json({"rebuilt": counts, "knowledge": stats, "endless": endless})
+        render.emit_json({"rebuilt": counts, "knowledge": stats, "endless": endless, "learning": learned})
         return
     for name, count in counts.items():
         render.console.print(f"rebuilt {name} from {count} event(s)")
@@ -241,4 +243,10 @@ def rebuild(obj: Ctx, only: tuple[str, ...], as_json: bool) -> None:
             f"endless: a working set of {endless['working_set']} item(s), {endless['consolidated']} consolidated"
             f" memor{'y' if endless['consolidated'] == 1 else 'ies'},"
             f" the continuity of {endless['sessions']} session(s)"
+        )
+    if learned is not None:
+        used = sum(learned["levels"].values()) - learned["levels"]["L0"]
+        render.console.print(
+            f"learning: {learned['used']} memories used ({used} at L1 or above), "
+            f"{sum(learned['insights'].values())} insights"
         )

@@ -26,6 +26,7 @@ from memlane.cli import (
     endless_cmd,
     importer,
     knowledge_cmd,
+    learning_cmd,
     mcp_cmd,
     plugin_cmd,
     privacy_cmd,
@@ -162,11 +163,16 @@ def show(obj: Ctx, ref: str, as_json: bool) -> None:
             return
         event = mem.find(ref)  # with retrieval.cross_project on, another project's citation opens too
         info: dict[str, Any] = {}
+        usage: dict[str, Any] = {}
         if event.project_id == mem.project.id:  # what replaced it (the knowledge model), brought up to date
+            mem.fetched([event.id], "cli")  # opened in full: a use (the learning loop)
             knowledge_cmd.catch_up(mem, quiet=True)
             info = mem.supersession(event.id)
+            usage = mem.usage(event.id)
         if as_json:
-            render.emit_json({**event.as_dict(), **({"supersession": info} if info else {})})
+            render.emit_json(
+                {**event.as_dict(), **({"supersession": info} if info else {}), **({"usage": usage} if usage else {})}
+            )
             return
         render.kv_table(
             [
@@ -177,6 +183,7 @@ def show(obj: Ctx, ref: str, as_json: bool) -> None:
                 ("session", event.session_id),
                 ("project", event.project_id),
                 *render.supersession_rows(info),
+                *(learning_cmd.usage_rows(event.cite, usage) if usage else []),
                 *((key, value) for key, value in sorted(event.metadata.items()) if value not in (None, "", {})),
             ]
         )
@@ -245,6 +252,7 @@ def search(
 
     With --tool, --file or --failed the QUERY may be left out: tool calls are then listed newest first.
     """
+    from memlane.knowledge.learning import mark_learned
     from memlane.memory import check_tool_filters
     from memlane.retrieval.disclosure import disclose, mark_superseded
     from memlane.retrieval.engine import Engine
@@ -268,8 +276,12 @@ def search(
         hits = mem.search(
             text, limit=limit, session=session, types=list(types), since=since, until=until, engine=engine, **tools
         )
-        shown = disclose(hits, disclosure, budget, mem.neighbours, mem.config.retrieval)
-        mark_superseded(mem.store, shown.rows)  # what replaced a result (the knowledge model), said in its row
+
+        def mark(rows: list[dict[str, Any]]) -> None:  # counted against the budget with the rows
+            mark_superseded(mem.store, rows)  # what replaced a result (the knowledge model), said in its row
+            mark_learned(mem.store, rows)  # its level, and the insight it is evidence of (the learning loop)
+
+        shown = disclose(hits, disclosure, budget, mem.neighbours, mem.config.retrieval, mark=mark)
         others = {h.event.project_id for h in hits} - {mem.project.id}
         where = mem.project.name + (f" and {len(others)} other project(s)" if others else "")
         if engine.model_error:  # never silently text-only
@@ -360,9 +372,12 @@ def stats(obj: Ctx, as_json: bool) -> None:
         if mem is None:
             return
         data = mem.stats()
+        knowledge_cmd.catch_up(mem, quiet=True)
+        data["learning"] = mem.learning_stats()
     if as_json:
         render.emit_json(data)
         return
+    learned = data["learning"]
     p = data["privacy"]
     rows: list[tuple[str, Any]] = [
         ("project", f"{data['project_id']}  ({data['project_root']})"),
@@ -379,6 +394,9 @@ def stats(obj: Ctx, as_json: bool) -> None:
         ),
         ("outbox", ", ".join(f"{k} {v}" for k, v in data["outbox"].items()) or "empty"),
         ("forgotten", f"{data['tombstones']} forget operation(s)"),
+        ("levels", ", ".join(f"{k} {v}" for k, v in learned["levels"].items())),
+        ("uses", ", ".join(f"{k} {v}" for k, v in learned["uses"].items())),
+        ("insights", _insights_line(learned)),
         ("store", f"{render.human_bytes(data['db_bytes'])}  {data['db_path']}"),
     ]
     endless = data.get("endless")
@@ -387,6 +405,12 @@ def stats(obj: Ctx, as_json: bool) -> None:
         rows.append(("continuity", endless_cmd.continuity_text(endless["continuity"])))
         rows.extend(("", reason) for reason in (endless["continuity"] or {}).get("detail", {}).get("reasons", []))
     render.kv_table(rows)
+
+
+def _insights_line(learned: dict[str, Any]) -> str:
+    kinds = ", ".join(f"{k} {v}" for k, v in sorted(learned["insights"].items())) or "none"
+    levels = ", ".join(f"{k} {v}" for k, v in learned["insight_levels"].items() if v)
+    return f"{kinds}; {levels}" if levels else kinds
 
 
 @cli.command()
@@ -566,6 +590,8 @@ for _command in (
     privacy_cmd.privacy_group,
     knowledge_cmd.tasks_group,
     knowledge_cmd.rebuild,
+    learning_cmd.citations_group,
+    learning_cmd.insights_group,
     endless_cmd.endless_group,
     team_cmd.team_group,
     team_cmd.migrate,

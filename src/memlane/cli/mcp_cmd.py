@@ -106,7 +106,7 @@ def install_cmd(ctx: click.Context, client: str, scope: str, command: str | None
     _show(change, dry_run)
     if change.changed and not dry_run:
         click.echo(f"Restart {client} to load it; its tools are mem-search, mem-timeline, mem-details, "
-                   "mem-source, mem-context-pack, mem-stats, mem-projects, mem-tasks.")  # fmt: skip
+                   "mem-source, mem-context-pack, mem-stats, mem-projects, mem-tasks, mem-insights.")  # fmt: skip
     if client == "codex":
         click.echo(_CODEX_TRUST[scope])
 

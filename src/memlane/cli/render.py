@@ -185,7 +185,7 @@ def human_bytes(n: float) -> str:
     return f"{n:.1f} GB"
 
 
-SEARCH_HEADER = ["citation", "rank", "match", "time", "type", "summary"]
+SEARCH_HEADER = ["citation", "rank", "match", "level", "time", "type", "summary"]
 
 
 def search_results(rows: Sequence[dict[str, Any]], query: str) -> None:
@@ -199,20 +199,31 @@ def search_results(rows: Sequence[dict[str, Any]], query: str) -> None:
     bounded part of it (docs/retrieval.md "Order").
     """
     flat = [
-        [r["citation"], f"{r['rank']:.2f}", r["confidence"], r["ts"][:16].replace("T", " "), r["type"], r["summary"]]
+        [r["citation"], f"{r['rank']:.2f}", r["confidence"], r.get("level", "L0"), r["ts"][:16].replace("T", " "),
+         r["type"], _with_insight(r)]
         for r in rows
-    ]
+    ]  # fmt: skip
     if records(SEARCH_HEADER, flat, f"'{query}'"):
         _search_extras(rows)
         return
     table = Table(title=f"'{query}'", header_style="bold")
-    for col, style in (("citation", "cyan"), ("rank", ""), ("match", "green"), ("time", "dim"), ("type", "magenta")):
+    for col, style in (("citation", "cyan"), ("rank", ""), ("match", "green"), ("level", "yellow"), ("time", "dim"),
+                       ("type", "magenta")):  # fmt: skip
         table.add_column(col, style=style or None, no_wrap=True)
     table.add_column("summary", overflow="fold")
     for row in flat:
         table.add_row(*row[:-1], escape(str(row[-1])))
     console.print(table)
     _search_extras(rows)
+
+
+def _with_insight(row: dict[str, Any]) -> str:
+    """A result's summary, with the insight it is evidence of (the learning loop) after it."""
+    insight = row.get("insight")
+    if not insight:
+        return str(row["summary"])
+    mark = "verified " if insight.get("verified") else ""
+    return f"{row['summary']} [{mark}{insight['type']} {insight['level']}: {short(insight['content'], 80)}]"
 
 
 def _search_extras(rows: Sequence[dict[str, Any]]) -> None:

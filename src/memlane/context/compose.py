@@ -50,7 +50,7 @@ MIN_BLOCK_CHARS = 64  # below this much room, a block is left out entirely
 
 # Compiled on first use: most hook runs need none of them (~0.6 ms of start-up saved).
 _PATTERNS = {
-    "citation": r"\[?mem:[0-9a-z]{6}\]?",
+    "citation": r"\[?mem:[0-9a-z]{6,8}\]?",
     "control": r"[\x00-\x08\x0b-\x1f\x7f\u0085\u2028\u2029]",
     "key_unsafe": r"[^A-Za-z0-9_./@-]",
     "backticks": r"`+",

@@ -39,7 +39,7 @@ _CUE = re.compile(
     """
 )
 _SENTENCE_END = re.compile(r"(?<=[.!;])\s+|\n+")
-_LINE = re.compile(r"^- (?P<text>.*) \[(?P<cite>mem:[0-9a-z]{6})\]$")
+_LINE = re.compile(r"^- (?P<text>.*) \[(?P<cite>mem:[0-9a-z]{6,8})\]$")
 
 
 def extract(text: str) -> list[str]:

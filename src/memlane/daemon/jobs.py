@@ -5,16 +5,19 @@ Two kinds:
 - **per project, every round** (``ProjectJob``): a bounded slice of work for one project (``step(mem) -> int``,
   how much it did), run for every known project after that project's embedding step. ``ProjectionJob`` keeps
   the derived tables (``memlane/derived.py``: the knowledge model, and what other features register there) up
-  to date with the event log. The loop sleeps 50 ms after a round with work and 2 s after an idle one, and the
-  daemon does not go idle while a round finds work. ``EndlessJob`` keeps endless mode's working set, continuity
-  scores and consolidated memories up to date (``memlane/endless``), consolidating when due.
+  to date with the event log; ``GraduationJob`` then settles the learning loop (usage from the injection
+  records and fetches, the LLM extractor's answers, levels promoted and demoted). The loop sleeps 50 ms after
+  a round with work and 2 s after an idle one, and the daemon does not go idle while a round finds work.
+  ``EndlessJob`` keeps endless mode's working set, continuity scores and consolidated memories up to date
+  (``memlane/endless``), consolidating when due.
 - **upkeep, when due** (``Job``: a ``name``, an ``interval_s`` and ``run(cfg) -> str | None``, a line for the log
   when it did something): ``PruneStores`` keeps every project's store within ``storage.max_size_mb``
   (``memlane.retention``); ``CleanOutbox`` removes embedding jobs done more than ``DONE_KEPT_DAYS`` ago
   (vector-outbox-v2 §9.3); ``BackupStores`` backs up each store that has new events, at most every
   ``store.backup_interval_min`` (``store.backup``: SQLite's online backup, 0600, rotated), what ``doctor
   --repair`` restores lost events from. ``Upkeep`` decides which are due; the loop asks it once a round, the
-  first time a minute after start (the model warms and the backlog gets embedded first).
+  first time a minute after start (the model warms and the backlog gets embedded first). ``ExtractInsights``
+  runs the optional LLM insight extractor (off unless configured) within its daily budget.
 
 Every job waits, before each slice, while a request is in flight (``Gate``), as the embedding does: a hook's
 search is never queued behind it. None of them runs on a hook's path. ``/api/health`` reports each one.
@@ -83,6 +86,23 @@ class ProjectionJob(ProjectJob):
         return done
 
 
+class GraduationJob(ProjectJob):
+    """The learning loop's settle (``knowledge/learning.py``): folds in each prompt's injection record, the
+    fetches and the LLM extractor's answers, and promotes or demotes every memory and insight whose uses,
+    sources, replacement or age changed (``knowledge/graduation.py``). Runs once the log is projected."""
+
+    name = "graduation"
+    BATCHES = 4  # transactions per project per round (each folds up to 500 records or judges up to 2,000 rows)
+
+    def step(self, mem: Memory) -> int:
+        from memlane import derived
+
+        if mem.store.ephemeral:
+            return 0
+        self.quiet()
+        return derived.settle(mem.store, limit=self.BATCHES)
+
+
 class EndlessJob(ProjectJob):
     """Keeps endless mode's state up to date with the projected marks (``memlane.endless``): every project's
     continuity scores and working set at most every ``REFRESH_S`` once new marks came in (SessionStart only reads
@@ -126,7 +146,7 @@ class EndlessJob(ProjectJob):
 def default_jobs(cfg: config.Config, gate: Gate | None = None, stop: threading.Event | None = None) -> list[ProjectJob]:
     """The per-project jobs the daemon runs, in order, for each project after its embedding step."""
     del cfg  # jobs read their settings from the project's config when they need any
-    return [ProjectionJob(gate, stop), EndlessJob(gate, stop)]
+    return [ProjectionJob(gate, stop), GraduationJob(gate, stop), EndlessJob(gate, stop)]
 
 
 # ---- upkeep, when due --------------------------------------------------------------------------------------------
@@ -212,7 +232,31 @@ class BackupStores(Job):
         return "; ".join(parts) or None
 
 
-JOBS: list[type[Job]] = [PruneStores, CleanOutbox, BackupStores]
+class ExtractInsights(Job):
+    """The optional LLM insight extractor (``knowledge/llm.py``; off unless ``llm.provider`` and ``llm.model`` are
+    set): a few calls per project on sessions that ended or went quiet, within the daily budget; when the budget
+    is reached it stops and says so in the log (and ``/api/health``)."""
+
+    name = "llm-insights"
+    interval_s = 300.0
+    CALLS = 2  # per project per run: a call takes seconds, and the loop also embeds
+
+    def run(self, cfg: config.Config) -> str | None:
+        from memlane.knowledge import llm
+
+        if not llm.configured(cfg) or not cfg.features.insight_extraction:
+            return None
+        done = []
+        for mem in _memories(cfg):
+            report = llm.run(mem.store, mem.config, max_calls=self.CALLS)
+            if report.calls or report.stopped:
+                done.append(f"{mem.project.id}: {report.line()}")
+            if "budget" in report.stopped:
+                break
+        return "; ".join(done) or None
+
+
+JOBS: list[type[Job]] = [PruneStores, CleanOutbox, BackupStores, ExtractInsights]
 
 
 class Upkeep:

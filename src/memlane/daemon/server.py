@@ -268,11 +268,11 @@ class Daemon:
             return self._inject_into(mem, body, prompt, list(value or []))
 
     def _inject_into(self, mem: Memory, body: dict[str, Any], prompt: str, exclude_ids: list[str]) -> dict[str, Any]:
-        from memlane.capture.inject import hits_context, record, retrieval_query
+        from memlane.capture.inject import hits_context, learned_of, record, retrieval_query
 
         chosen = self.engine.relevant(mem, retrieval_query(prompt, mem.config), exclude_ids)
         context = context_routes.inject_context(self, mem, body)
-        text = hits_context(chosen, mem.config, mem.project.id, context)
+        text = hits_context(chosen, mem.config, mem.project.id, context, learned_of(mem.store, chosen))
         record(mem.store, exclude_ids, chosen, "hybrid" if self.engine.vectors else "text")
         return {
             "context": text,

@@ -15,6 +15,9 @@ projecting, the result is the same as having followed the log event by event.
 Projectors with ``follows_log = False`` are kept in step by the store itself in the event's own transaction
 (full-text indexes, session counters): ``catch_up`` skips them, ``rebuild`` recreates them.
 
+A projector may also derive from logs that are not events (the learning loop: injection records, fetches, an
+LLM's answers): its ``settle`` folds them in after the events, and ``rebuild`` calls it once the log is read.
+
 Adding one: subclass ``Projector`` (name, version, drop, project) and list it in ``memlane/derived.py``.
 """
 
@@ -43,6 +46,12 @@ class Projector:
 
     def project(self, store: Store, events: Sequence[Event]) -> None:
         raise NotImplementedError
+
+    def settle(self, store: Store, limit: int | None = None) -> int:
+        """Fold in what this owner derives from outside the event log (logs of its own), after the events, in its
+        own transactions: how much it did, at most ``limit`` batches (None: all). ``rebuild`` calls it last; the
+        daemon's graduation job through ``derived.settle``."""
+        return 0
 
 
 @dataclass
@@ -139,6 +148,7 @@ def rebuild(store: Store, projectors: Sequence[Projector], batch: int = 500) -> 
                 total += count
                 if count < batch:
                     break
+            projector.settle(store)
             counts[projector.name] = total
         else:
             with store.write():

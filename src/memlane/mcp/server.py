@@ -1,7 +1,8 @@
 """The memlane MCP server (official ``mcp`` SDK, ``MCPServer``): stdio by default, streamable HTTP on loopback.
 
 Tools: mem-search → mem-timeline → mem-details (progressive disclosure), mem-source, mem-context-pack,
-mem-stats, mem-projects (all read-only), and mem-tasks (tasks across sessions; it can add and update them).
+mem-stats, mem-insights, mem-projects (all read-only), and mem-tasks (tasks across sessions; it can add and update
+them).
 The logic lives in ``memlane.mcp.tools``; this module only declares the tools' schemas and descriptions and
 turns input errors into MCP tool errors. One
 ``Engine`` (the embedding model, loaded on first search) serves every call for the server's lifetime.
@@ -21,6 +22,7 @@ from pydantic import Field
 
 from memlane import __version__, config
 from memlane.errors import MemlaneError
+from memlane.knowledge.insights import TYPES as INSIGHT_TYPES
 from memlane.logs import log
 from memlane.mcp.tools import MAX_QUERY_CHARS, MAX_REFS, TASK_ACTIONS, MemoryTools, Reply
 from memlane.store.db import EVENT_TYPES
@@ -43,7 +45,8 @@ Work in three steps, spending tokens only on what matters:
 Also: mem-context-pack for a start-of-task digest (recent sessions, open threads, failed tool runs,
 memories relevant to a task) within a character budget; mem-source to check what a [mem:xxxxxx]
 citation you were given refers to; mem-stats for what is stored; mem-projects to list projects; mem-tasks for
-the tasks named across sessions (one task each, with status, blockers and history).
+the tasks named across sessions (one task each, with status, blockers and history); mem-insights for the
+decisions, conventions, preferences and recurring errors (with their fix) the sessions established.
 Cite memories you rely on as [mem:xxxxxx]. Every tool takes an optional `project` (a project directory);
 by default it is the directory this server was started in."""
 
@@ -70,6 +73,7 @@ READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempot
 # mem-tasks can add and update tasks (each change an event; nothing is deleted).
 CHANGES = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 ACTION_ENUM = {"enum": list(TASK_ACTIONS)}
+INSIGHT_ITEMS = {"items": {"type": "string", "enum": list(INSIGHT_TYPES)}}
 
 
 def _result(reply: Reply) -> CallToolResult:
@@ -267,6 +271,30 @@ def build_server(
                 project=project,
             )
         )
+
+    @server.tool(
+        name="mem-insights",
+        title="Insights with evidence",
+        annotations=READ_ONLY,
+        description="What the project's sessions established: decisions, conventions, the user's preferences, and "
+        "errors that recurred with the fix that followed — each with its level (L1 structured … L3 verified, L4 "
+        "active) and the citations of the memories that state it. With query: those whose evidence a search for "
+        "it finds.",
+    )
+    def mem_insights(
+        query: Annotated[
+            str | None,
+            Field(description="Words to look for (optional).", json_schema_extra={"maxLength": MAX_QUERY_CHARS}),
+        ] = None,
+        types: Annotated[
+            list[str] | None,
+            Field(description="Only these kinds.", json_schema_extra=INSIGHT_ITEMS),
+        ] = None,
+        level: Annotated[str, Field(description="At this level or above (L1-L4).")] = "L1",
+        limit: Annotated[int, _range(1, 50, "Maximum insights (1-50).")] = 10,
+        project: Project = None,
+    ) -> CallToolResult:
+        return _run(lambda: tools.insights(query, types=types, level=level, limit=limit, project=project))
 
     @server.tool(
         name="mem-projects",

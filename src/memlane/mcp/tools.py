@@ -23,6 +23,8 @@ from memlane import project as projects
 from memlane.context import pack
 from memlane.context.pack import event_line, hit_line, kind
 from memlane.errors import InputError, NotFoundError
+from memlane.knowledge.graduation import LEVELS
+from memlane.knowledge.learning import mark_learned
 from memlane.memory import Memory, check_tool_filters
 from memlane.privacy import filter_text, filter_value
 from memlane.retrieval.disclosure import DisclosureCache, index_row, mark_superseded, one_line
@@ -54,6 +56,31 @@ def check_length(name: str, value: str) -> None:
             f"{name} is {len(value)} characters; the limit is {MAX_QUERY_CHARS}: "
             "give the distinctive words (an error line, a file or function name), not a whole document"
         )
+
+
+def level_of(known: dict[str, Any] | None) -> str:
+    return LEVELS[int((known or {}).get("level", 0))]
+
+
+def learned_note(row: dict[str, Any]) -> str:
+    """A search line's tail: the memory's level when it rose above L0, and the insight it is evidence of."""
+    parts = [row["level"]] if row.get("level", "L0") != "L0" else []
+    insight = row.get("insight")
+    if insight:
+        mark = "verified " if insight.get("verified") else ""
+        parts.append(f"{mark}{insight['type']} {insight['level']}: {one_line(insight['content'], 120)}")
+    return f" [{'; '.join(parts)}]" if parts else ""
+
+
+def learned_line(known: dict[str, Any]) -> str:
+    """mem-details' line on a memory's level and insight."""
+    text = f"level {level_of(known)}"
+    insight = known.get("insight")
+    if insight:
+        mark = "verified " if insight.get("verified") else ""
+        kind = f"{mark}{insight['type']} ({LEVELS[int(insight['level'])]})"
+        text += f"; evidence of a {kind}: {one_line(insight['content'], 160)}"
+    return text
 
 
 class ToolInputError(InputError):
@@ -223,7 +250,10 @@ class MemoryTools:
             hits = self._search(mem, query, limit, **filters, **tools)
             rows = [{**index_row(h), **_project_of(mem, h.event)} for h in hits]
             mark_superseded(mem.store, rows)  # what replaced a result (the knowledge model), in its line
-            lines = [hit_line(r) + self._origin(mem, h.event) for r, h in zip(rows, hits, strict=True)]
+            mark_learned(mem.store, rows)  # its level and the insight it is evidence of (the learning loop)
+            lines = [
+                hit_line(r) + learned_note(r) + self._origin(mem, h.event) for r, h in zip(rows, hits, strict=True)
+            ]
             where = self._where(mem)
             others = {h.event.project_id for h in hits} - {mem.project.id}
         if others:
@@ -291,6 +321,9 @@ class MemoryTools:
                 elif event not in found:
                     found.append(event)
             name = mem.project.name
+            if found:  # fetched in full: a use of each (the learning loop; MCP runs in Claude Code's session)
+                mem.fetched([e.id for e in found if e.project_id == mem.project.id], "mcp")
+            learned = mem.learned([e.id for e in found])
         if not found:
             raise ToolInputError(f"unknown memor{'y' if len(missing) == 1 else 'ies'} {', '.join(missing)} "
                                  f"in project {name}: use citations from mem-search (like mem:abc123)")  # fmt: skip
@@ -300,11 +333,16 @@ class MemoryTools:
             meta = _meta_line(event.metadata)
             if meta:
                 lines.append(meta)
+            known = learned.get(event.id)
+            if known:
+                lines.append(learned_line(known))
             lines.append(capped(event.content, max_chars))
             lines.append("")
         if missing:
             lines.append(f"Not found: {', '.join(missing)}")
-        events = [{**_public(e), "content": capped(e.content, max_chars)} for e in found]
+        events = [
+            {**_public(e), "content": capped(e.content, max_chars), "level": level_of(learned.get(e.id))} for e in found
+        ]
         return self.reply(lines, {"events": events, "missing": missing})
 
     # ---- stats, source, projects ---------------------------------------------------------------
@@ -312,6 +350,7 @@ class MemoryTools:
     def stats(self, project: str | None = None) -> Reply:
         with self.open(project) as mem:
             data = mem.stats()
+            data["learning"] = mem.learning_stats() if not mem.store.ephemeral else {}
             where = self._where(mem)
         data["search"] = self.search_mode()
         p = data["privacy"]
@@ -328,6 +367,57 @@ class MemoryTools:
             f"search: {data['search']}; embedding queue: {outbox}",
             f"forgotten: {data['tombstones']} forget operation(s); store size {data['db_bytes']} bytes",
         ]
+        learned = data["learning"]
+        if learned:
+            lines.append("levels: " + ", ".join(f"{k} {v}" for k, v in learned["levels"].items())
+                         + "; uses: " + ", ".join(f"{k} {v}" for k, v in learned["uses"].items()))  # fmt: skip
+            kinds = ", ".join(f"{k} {v}" for k, v in sorted(learned["insights"].items()))
+            lines.append("insights: " + (kinds or "none"))
+        return self.reply(lines, data)
+
+    # ---- insights (the learning loop) ------------------------------------------------------------
+
+    def insights(
+        self,
+        query: str | None = None,
+        *,
+        types: Sequence[str] | None = None,
+        level: str = "L1",
+        limit: int = 10,
+        project: str | None = None,
+    ) -> Reply:
+        """Insights (decisions, conventions, preferences, recurring errors with their fix), highest level first, or
+        those whose evidence a search for ``query`` finds."""
+        query = (query or "").strip() or None
+        if query:
+            check_length("query", query)
+        check_range("limit", limit)
+        if level not in LEVELS[1:]:
+            raise ToolInputError(f"level must be one of {', '.join(LEVELS[1:])}, got {level!r}")
+        with self.open(project) as mem:
+            if not mem.store.ephemeral:
+                try:  # bring the learning tables up to date, as mem-tasks does (the daemon does it anyway)
+                    mem.catch_up(budget_s=5.0)
+                except sqlite3.OperationalError:
+                    pass  # locked: what is derived so far
+            rows = mem.insights(types=list(types or ()), min_level=LEVELS.index(level), limit=limit, query=query,
+                                engine=self.engine)  # fmt: skip
+            where = self._where(mem)
+        out = [
+            {"id": r["id"], "type": r["insight_type"], "level": LEVELS[r["level"]], "verified": r["level"] >= 3
+             and r["evidence_aligned"], "content": r["content"], "support": r["support"], "citation": r["cite"],
+             "sources": [s["cite"] for s in r["sources"]]}
+            for r in rows
+        ]  # fmt: skip
+        data = {"project": where, "query": query, "insights": out}
+        if not out:
+            return self.reply([f"No insights{f' for {query!r}' if query else ''} in {where} yet."], data)
+        lines = [f"{len(out)} insight(s) in {where}{f' for {query!r}' if query else ''}, highest level first:"]
+        for r in out:
+            mark = "verified " if r["verified"] else ""
+            cites = " ".join(f"[{c}]" for c in dict.fromkeys(r["sources"]))
+            lines.append(f"- {r['level']} {mark}{r['type']}: {one_line(r['content'], 240)} (evidence {cites})")
+        lines.append("Next: mem-details refs=[<citations>] for the full text of a source.")
         return self.reply(lines, data)
 
     def search_mode(self) -> str:

@@ -177,6 +177,7 @@ def disclose(
     rcfg: Any = None,
     cache: DisclosureCache | None = None,
     scope: Hashable = None,
+    mark: Callable[[list[dict[str, Any]]], Any] | None = None,
 ) -> Disclosure:
     """Results at one layer (index | timeline | full | smart) within ``budget_tokens``.
 
@@ -185,7 +186,9 @@ def disclose(
     ``plan`` chose. A detail that does not fit whole is cut to the room left (marked ``truncated``).
     ``neighbours(event, before, after)`` reads a session's events (``Memory.neighbours``: the right store
     for another project's event too); ``rcfg`` holds the thresholds ``smart`` uses; ``cache`` keeps
-    timelines and details (keyed with ``scope``, e.g. the store's generation) for later calls.
+    timelines and details (keyed with ``scope``, e.g. the store's generation) for later calls. ``mark(rows)``
+    adds what a reader says of each index row (what replaced it, its learning level) before the budget counts
+    them: the rows that no longer fit go, last first.
     """
     if layer not in LAYERS:
         raise ValueError(f"unknown disclosure layer {layer!r} (one of {', '.join(LAYERS)})")
@@ -198,6 +201,11 @@ def disclose(
         if row is None:
             break
         rows.append(row)
+    if mark is not None and rows:
+        mark(rows)
+        budget.used = sum(tokens(r) for r in rows)
+        while rows and budget.used > budget.total:
+            budget.used -= tokens(rows.pop())
     shown = hits[: len(rows)]
     _replacement_ranks(shown, rows)
     if layer == "smart":

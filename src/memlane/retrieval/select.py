@@ -127,10 +127,23 @@ def choose(hits: list[Hit], index: Any, cfg: Config, store: Any = None) -> Injec
     survivors = {h.event.id for h in supersede(full + lines, index, cfg.retrieval.supersede_similarity)}
     older |= {h.event.id for h in lines if h.event.id not in survivors}
     lines = [h for h in lines if h.event.id in survivors]
+    unlisted: set[str] = set()
+    if not cites_in_context(cfg):  # an index line is only its citation to open: none without citations
+        unlisted = {h.event.id for h in lines}
+        lines = []
     shown = {h.event.id for h in full + lines}
     kept_ids = {h.event.id for h in kept}
-    left_out = [(h, _why(h, kept_ids, older)) for h in considered if h.event.id not in shown]
+    left_out = [
+        (h, "no index tier without citations (citations.include_in_context)" if h.event.id in unlisted
+         else _why(h, kept_ids, older))
+        for h in considered if h.event.id not in shown
+    ]  # fmt: skip
     return Injection(items, lines, left_out)
+
+
+def cites_in_context(cfg: Config) -> bool:
+    """Whether injected memories carry their citations (``citations.enabled`` and ``include_in_context``)."""
+    return bool(cfg.citations.enabled and cfg.citations.include_in_context)
 
 
 def group(full: list[Hit], store: Any, most: int) -> list[Item]:

@@ -154,6 +154,8 @@ def _private(file: str, mode: int) -> None:
 class StoreConnection:
     """One project's memory database file and its connection (the base the other store parts extend)."""
 
+    citation_length = 6  # of the citations given to new events (``citations.id_length``, set by who opens it)
+
     def __init__(
         self, path: str | os.PathLike[str], project_id: str, busy_timeout_ms: int = 5000, *, create: bool = True
     ) -> None:

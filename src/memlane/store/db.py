@@ -13,6 +13,8 @@
 - ``browse.py``      pages by cursor, counts, rows after a seq, per-day and health figures (the dashboard)
 - ``knowledge.py``   the knowledge tables (entries, entities, edges, task history, resolutions) and
                      projection offsets; ``replacements`` is the prompt path's read of them
+- ``learning.py``    the learning loop: fetches, memory usage, levels, insights, LLM answers (``learned`` is
+                     the prompt path's read of them)
 - ``endless.py``     endless mode's tables (marks, sessions' continuity, the working set, consolidated memories)
                      and the project's mode
 - ``records.py``     ``NewEvent``, ``Event``, ``AppendResult`` (no SQL)
@@ -41,6 +43,7 @@ from memlane.store.fulltext import (
 from memlane.store.imports import ImportsStore
 from memlane.store.injections import InjectionsStore
 from memlane.store.knowledge import KnowledgeStore
+from memlane.store.learning import LearningStore
 from memlane.store.outbox import OutboxStore
 from memlane.store.records import EVENT_TYPES, AppendResult, Event, NewEvent
 from memlane.store.sync_state import SyncStore
@@ -65,7 +68,15 @@ __all__ = [
 
 
 class Store(
-    FullTextStore, SyncStore, OutboxStore, ImportsStore, InjectionsStore, BrowseStore, KnowledgeStore, EndlessStore
+    FullTextStore,
+    SyncStore,
+    OutboxStore,
+    ImportsStore,
+    InjectionsStore,
+    BrowseStore,
+    KnowledgeStore,
+    LearningStore,
+    EndlessStore,
 ):
     """One project's memory database."""
 

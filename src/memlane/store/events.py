@@ -83,7 +83,7 @@ class EventStore(StoreConnection):
         event_id = keys.new_event_id()
         citation = next(
             c
-            for c in keys.citation_candidates(event_id)
+            for c in keys.citation_candidates(event_id, self.citation_length)
             if not db.execute("SELECT 1 FROM events WHERE citation = ?", (c,)).fetchone()
         )
         db.execute(

@@ -177,6 +177,8 @@ class ForgetStore(EventStore):
                     db.execute(
                         "UPDATE sessions SET summary = ? WHERE id = ? AND summary = ?", (content, session_id, old)
                     )
+                # An LLM's answer may quote the redacted words: it goes (its trigger removes the answer).
+                db.execute("DELETE FROM llm_extraction_events WHERE event_id = ?", (event_id,))
                 if searched:  # bookkeeping gets no vectors
                     db.execute(
                         "INSERT INTO outbox (event_id, status, created_at, updated_at) VALUES (?, 'pending', ?, ?)"

@@ -2,8 +2,9 @@
 
 Not derived state: it records what memlane decided at the time (with the model, configuration and
 memories of that moment), so ``rebuild`` keeps it. It holds ids, citations and scores, never content;
-forgetting the prompt removes its row (``ON DELETE CASCADE``). The dashboard's "what Claude was told",
-citation usage and the benchmarks read it through ``Memory.injections``.
+forgetting the prompt removes its row (``ON DELETE CASCADE``). The dashboard's "what Claude was told" and
+the benchmarks read it through ``Memory.injections``; the learning loop folds it in as uses
+(``injections_after``: each memory of the full tier *injected*, of the index tier *listed*, docs/learning.md).
 """
 
 from __future__ import annotations
@@ -65,6 +66,23 @@ class InjectionsStore(StoreConnection):
                 out.append(prompt_id)
                 if len(out) >= limit:
                     break
+        return out
+
+    def injections_after(self, rowid: int, limit: int = 500) -> list[dict[str, Any]]:
+        """Rows written after ``rowid``, in that order (the learning loop folds them in as uses): a record
+        replaced for the same prompt comes again with its new rowid. A record that does not parse is empty."""
+        rows = self.db.execute(
+            "SELECT rowid, prompt_id, session_id, ts, record FROM injections WHERE rowid > ? ORDER BY rowid LIMIT ?",
+            (rowid, limit),
+        ).fetchall()
+        out = []
+        for r in rows:
+            try:
+                record = json.loads(r[4])
+            except ValueError:
+                record = {}
+            out.append({"rowid": r[0], "prompt_id": r[1], "session_id": r[2], "ts": r[3],
+                        "record": record if isinstance(record, dict) else {}})  # fmt: skip
         return out
 
     def injection_counts(self) -> dict[str, int]:

@@ -100,19 +100,38 @@ def _b36(number: int, width: int) -> str:
     return "".join(out)
 
 
-def citation_candidates(event_id: str) -> Iterator[str]:
+CITATION_LENGTHS = (6, 7, 8)  # citations.id_length: 6 by default; existing citations keep theirs
+CITATION_CHARS = r"[0-9a-z]{6,8}"
+
+
+def citation_candidates(event_id: str, length: int = 6) -> Iterator[str]:
     """Candidate citations for an event, best first; endless, so a free one is always found."""
     salt = 0
     while True:
         digest = sha256(f"{event_id}:{salt}".encode()).digest()
-        yield _b36(int.from_bytes(digest[:8], "big"), 6)
+        yield _b36(int.from_bytes(digest[:8], "big"), length)
         salt += 1
 
 
-_CITATION = re.compile(r"^\[?(?:mem:)?([0-9a-z]{6})\]?$")
+_CITATION = re.compile(rf"^\[?(?:mem:)?({CITATION_CHARS})\]?$")
 
 
 def parse_citation(ref: str) -> str | None:
-    """``mem:abc123``, ``[mem:abc123]`` → ``abc123``; anything else → None."""
+    """``mem:abc123``, ``[mem:abc123]`` → ``abc123``; anything else → None. Bare (without ``mem:``) only 6 or 7
+    characters: 8 or more may be an event id's prefix."""
     match = _CITATION.match(ref.strip().lower())
-    return match.group(1) if match and ("mem:" in ref.lower() or len(ref.strip()) == 6) else None
+    return match.group(1) if match and ("mem:" in ref.lower() or len(ref.strip()) in (6, 7)) else None
+
+
+_CITED: list[re.Pattern[str]] = []  # compiled on first use: the hooks import this module, few of them need it
+MAX_CITED = 50  # an answer citing more than this is listing, not citing
+
+
+def citations_in(text: str) -> list[str]:
+    """The citations a text names (``[mem:abc123]``, ``mem:abc123``), without ``mem:``, in order, each once."""
+    if "mem:" not in text and "MEM:" not in text.upper():
+        return []
+    if not _CITED:
+        _CITED.append(re.compile(rf"\bmem:({CITATION_CHARS})(?![0-9a-z])", re.IGNORECASE))
+    found = dict.fromkeys(m.group(1).lower() for m in _CITED[0].finditer(text))
+    return list(found)[:MAX_CITED]

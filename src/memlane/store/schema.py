@@ -435,6 +435,152 @@ def _m20_injections(db: sqlite3.Connection) -> None:
     )
 
 
+def _m40_learning(db: sqlite3.Connection) -> None:
+    """The learning loop (issue 33, docs/learning.md): citation usage, graduation levels, insights, and the
+    optional LLM extractor's answers.
+
+    Two logs that are not derived from events, so ``rebuild`` keeps them: ``memory_fetches`` (a memory opened in
+    full: MCP mem-details, ``memlane show``, the dashboard's event page) and ``llm_extractions`` (what a
+    configured model answered, so a rebuild reuses it instead of paying again). The rest is derived: the
+    learning projector and the graduation job fill it, ``rebuild`` recreates it."""
+    _script(
+        db,
+        """
+        CREATE TABLE memory_fetches (
+            id         INTEGER PRIMARY KEY,
+            event_id   TEXT NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+            session_id TEXT,
+            source     TEXT NOT NULL,
+            ts         TEXT NOT NULL
+        );
+        CREATE INDEX memory_fetches_event ON memory_fetches(event_id);
+
+        -- Every use of a memory: injected (full tier) or listed (index tier) for a prompt, fetched, cited in
+        -- an answer. source_id: the prompt, 'fetch:<id>', or the answer that cited it.
+        CREATE TABLE memory_usage (
+            event_id   TEXT NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+            kind       TEXT NOT NULL,
+            source_id  TEXT NOT NULL,
+            session_id TEXT,
+            ts         TEXT NOT NULL,
+            confidence REAL NOT NULL,
+            PRIMARY KEY (event_id, kind, source_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX memory_usage_session ON memory_usage(session_id, kind);
+        CREATE INDEX memory_usage_source ON memory_usage(source_id);
+        CREATE INDEX memory_usage_ts ON memory_usage(ts);
+
+        -- A used memory's level (0-4: L0 raw ... L4 active) with the counters it was judged on. An event
+        -- without a row is L0 and unused. demote_at: when it drops a level if it is not used again.
+        CREATE TABLE memory_levels (
+            event_id      TEXT PRIMARY KEY REFERENCES events(id) ON DELETE CASCADE,
+            level         INTEGER NOT NULL,
+            injected      INTEGER NOT NULL,
+            listed        INTEGER NOT NULL,
+            fetched       INTEGER NOT NULL,
+            cited         INTEGER NOT NULL,
+            access        INTEGER NOT NULL,
+            sessions      INTEGER NOT NULL,
+            cross_session INTEGER NOT NULL,
+            confidence    REAL NOT NULL,
+            replaced      INTEGER NOT NULL,
+            last_used     TEXT NOT NULL,
+            demote_at     TEXT,
+            reason        TEXT NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX memory_levels_level ON memory_levels(level);
+        CREATE INDEX memory_levels_demote ON memory_levels(demote_at) WHERE demote_at IS NOT NULL;
+
+        -- Insights: decisions, conventions, preferences, recurring errors with their fix, each with its evidence
+        -- (insight_sources: the quoted span of each source event) and its level, judged like a memory's.
+        CREATE TABLE insights (
+            id               TEXT PRIMARY KEY,
+            insight_type     TEXT NOT NULL,
+            canonical_key    TEXT NOT NULL,
+            content          TEXT NOT NULL,
+            origin           TEXT NOT NULL,
+            confidence       REAL NOT NULL,
+            evidence_aligned INTEGER NOT NULL,
+            anchor_id        TEXT NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+            support          INTEGER NOT NULL,
+            first_ts         TEXT NOT NULL,
+            last_ts          TEXT NOT NULL,
+            detail           TEXT NOT NULL DEFAULT '{}',
+            level            INTEGER NOT NULL DEFAULT 1,
+            access           INTEGER NOT NULL DEFAULT 0,
+            sessions         INTEGER NOT NULL DEFAULT 0,
+            cross_session    INTEGER NOT NULL DEFAULT 0,
+            used_confidence  REAL NOT NULL DEFAULT 0,
+            replaced         INTEGER NOT NULL DEFAULT 0,
+            last_used        TEXT,
+            demote_at        TEXT,
+            reason           TEXT NOT NULL DEFAULT '',
+            UNIQUE (insight_type, canonical_key)
+        );
+        CREATE INDEX insights_anchor ON insights(anchor_id);
+        CREATE INDEX insights_level ON insights(level, insight_type);
+        CREATE TABLE insight_sources (
+            insight_id TEXT NOT NULL REFERENCES insights(id) ON DELETE CASCADE,
+            event_id   TEXT NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+            role       TEXT NOT NULL,
+            method     TEXT NOT NULL,
+            span_start INTEGER,
+            span_end   INTEGER,
+            confidence REAL NOT NULL,
+            PRIMARY KEY (insight_id, event_id, role)
+        ) WITHOUT ROWID;
+        CREATE INDEX insight_sources_event ON insight_sources(event_id);
+
+        -- Failed shell commands by error signature, and the run that passed again after them (error_fix insights).
+        CREATE TABLE learning_errors (
+            event_id    TEXT PRIMARY KEY REFERENCES events(id) ON DELETE CASCADE,
+            session_id  TEXT NOT NULL,
+            signature   TEXT NOT NULL,
+            command_key TEXT NOT NULL,
+            line_start  INTEGER NOT NULL,
+            line_end    INTEGER NOT NULL,
+            fixed_by    TEXT,
+            seq         INTEGER NOT NULL
+        ) WITHOUT ROWID;
+        CREATE INDEX learning_errors_signature ON learning_errors(signature);
+        CREATE INDEX learning_errors_open ON learning_errors(session_id, command_key) WHERE fixed_by IS NULL;
+
+        -- Where the graduation job got to: the last injection, fetch and LLM answer it folded in, the clock;
+        -- and the memories and insights to judge again (their uses or sources changed).
+        CREATE TABLE learning_state (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+        CREATE TABLE learning_dirty (kind TEXT NOT NULL, id TEXT NOT NULL, PRIMARY KEY (kind, id)) WITHOUT ROWID;
+
+        -- The optional LLM extractor's answers (quotes only), per slice of a session, with what they cost.
+        CREATE TABLE llm_extractions (
+            id            INTEGER PRIMARY KEY,
+            session_id    TEXT NOT NULL,
+            input_hash    TEXT NOT NULL UNIQUE,
+            last_seq      INTEGER NOT NULL,
+            provider      TEXT NOT NULL,
+            model         TEXT NOT NULL,
+            response      TEXT NOT NULL,
+            input_tokens  INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            cost_usd      REAL NOT NULL,
+            ts            TEXT NOT NULL
+        );
+        CREATE INDEX llm_extractions_session ON llm_extractions(session_id, last_seq);
+        -- The events an answer quotes from: forgetting (or redacting) any of them removes the answer too.
+        CREATE TABLE llm_extraction_events (
+            extraction_id INTEGER NOT NULL REFERENCES llm_extractions(id) ON DELETE CASCADE,
+            event_id      TEXT NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+            idx           INTEGER NOT NULL,
+            PRIMARY KEY (extraction_id, event_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX llm_extraction_events_event ON llm_extraction_events(event_id);
+        CREATE TRIGGER llm_extraction_events_gone AFTER DELETE ON llm_extraction_events
+        BEGIN
+            DELETE FROM llm_extractions WHERE id = OLD.extraction_id;
+        END;
+        """,
+    )
+
+
 def _m70_team_sync(db: sqlite3.Connection) -> None:
     """Team sync's local state (issue 37): where a shared project goes and how far push and pull got, which
     events came from teammates (never pushed back), and the ids ``forget`` removed while the project is shared
@@ -565,6 +711,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (9, "bookkeeping_out_of_search", _m9_bookkeeping_out_of_search),
     (10, "knowledge", _m10_knowledge),
     (20, "injections", _m20_injections),
+    (40, "learning", _m40_learning),
     (70, "team_sync", _m70_team_sync),
     (90, "endless", _m90_endless),
 ]

@@ -101,7 +101,7 @@ class SyncStore(ForgetStore):
         metadata = json.loads(row["metadata"] or "{}")
         citation = next(
             c
-            for c in keys.citation_candidates(row["id"])
+            for c in keys.citation_candidates(row["id"], self.citation_length)
             if not db.execute("SELECT 1 FROM events WHERE citation = ?", (c,)).fetchone()
         )
         content = row["content"]

@@ -149,8 +149,9 @@ def routes(site: Site) -> list[Route]:
         return await site.json(request, call)
 
     async def citation(request: Request) -> Response:
-        """What exists of the learning loop's citation record today: the event, its citation, its neighbours and
-        the prompts it was injected into (``metadata.injection``). Usage counts come with issue 33."""
+        """A citation's record (citations-system §6.2, with the learning loop's usage): the event, its neighbours,
+        the prompts it was injected into, how often it was injected, listed, fetched and cited (and in how many
+        sessions), its level with the counters it was judged on, the sessions that cited it, its insights."""
         ref = request.path_params["ref"]
         ref = ref if ref.startswith("mem:") or len(ref) > 12 else f"mem:{ref}"
 
@@ -159,7 +160,21 @@ def routes(site: Site) -> list[Route]:
             around = mem.timeline(ev.id, 1, 1)
             at = around.index(ev)
             injected = mem.injected_into(ev.id, 50)
+            usage = mem.usage(ev.id, 50)
+            cited = [
+                {"sessionId": s["session_id"], "uses": s["uses"], "firstUsed": s["first"], "lastUsed": s["last"]}
+                for s in usage["cited_in"]
+            ]
+            insights = [
+                {"id": i["id"], "type": i["insight_type"], "level": i["level"], "content": i["content"],
+                 "evidenceAligned": i["evidence_aligned"]}
+                for i in usage["insights"]
+            ]  # fmt: skip
             return {
+                "usage": {**usage["counts"], "sessions": len(usage["used_in"])},
+                "level": {k: v for k, v in usage["level"].items() if k != "event_id"},
+                "citedIn": cited,
+                "insights": insights,
                 "citation": {
                     "id": ev.citation,
                     "cite": ev.cite,

@@ -144,12 +144,15 @@ def routes(site: Site) -> list[Route]:
 
         def build(mem: Memory) -> dict[str, Any]:
             ev = mem.get(ref)
+            mem.fetched([ev.id], "web")  # opened in full: a use (the learning loop)
+            learned = mem.usage(ev.id, 10)
             record = mem.injection_of(ev.id) if ev.type == "user_prompt" else None
             return {
                 "event": ev,
                 "neighbours": mem.timeline(ev.id, 3, 3),
                 "injection": record if isinstance(record, dict) else None,
                 "injected_into": [p for p, _ in mem.injected_into(ev.id, 10)],
+                "learned": learned,
                 "privacy": ev.metadata.get("privacy") or {},
                 "metadata": {k: v for k, v in ev.metadata.items() if k != "privacy"},
             }
