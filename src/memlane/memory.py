@@ -379,12 +379,18 @@ class Memory:
         return service.supersession(self.store, self.get(ref).id)
 
     def knowledge_stats(self) -> dict[str, dict[str, int]]:
-        """What the knowledge model holds, for the stats page: tasks by status, entries and entities by type,
-        edges and replaced memories. Empty sections are left out; a store with no knowledge gives {}."""
+        """What the knowledge model holds, for the stats page: memories and insights per level, insights by type,
+        uses by kind, tasks by status, entries and entities by type, edges and replaced memories. Sections that
+        are all zero are left out; an empty store gives {}."""
         if self.store.ephemeral:
             return {}
         counts = self.store.knowledge_counts()
+        learned = self.learning_stats()
         stats = {
+            "memory levels": learned["levels"],
+            "insight levels": learned["insight_levels"],
+            "insights": learned["insights"],
+            "uses": learned["uses"],
             "tasks": self.store.task_counts(),
             "entries": counts["entries"],
             "entities": counts["entities"],

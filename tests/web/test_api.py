@@ -121,7 +121,7 @@ def test_stats_and_timeline(site: Site) -> None:
     assert body["injection"] == {"prompts": 3, "recorded": 1, "injected": 1, "rate": 0.333}
     assert body["redactions"]["private section"] == 1
     assert body["embeddings"]["pending"] == 5  # the session marker gets no vector
-    assert body["knowledge"] == {}  # the projector has not run on this store yet
+    assert body["knowledge"] == {"memory levels": {"L0": 6, "L1": 0, "L2": 0, "L3": 0, "L4": 0}}  # nothing used yet
     code, tl = get(site, "/api/stats/timeline?days=7")
     assert code == 200 and len(tl["daily"]) == 7 and tl["daily"][-1]["eventCount"] == 6
     assert tl["daily"][-1]["sessionCount"] == 2

@@ -251,7 +251,7 @@ def test_knowledge_section_counts_tasks_and_replaced_memories(site: Site) -> Non
     html = site.client.get("/stats").text
     assert "<h2>Knowledge</h2>" in html
     section = html[html.index("<h2>Knowledge</h2>") :]
-    assert "in_progress" in section and "pending" in section and "task" in section
+    assert "in_progress" in section and "pending" in section and "task" in section and "memory levels" in section
     data = site.client.get("/api/stats").json()["knowledge"]
     assert data["tasks"] == {"in_progress": 1, "pending": 1}
 
