@@ -69,14 +69,18 @@ def test_prune_takes_the_oldest_low_value_events_first(big: Memory, proj: Path) 
     cited = big.history(types=["tool_observation"], oldest_first=True, limit=1)[0]  # the first Read: lowest value
     (proj / "CLAUDE.md").write_text(f"# Rules\nThe pool fix is in [{cited.cite}].\n")
     extra = big.history(types=["user_prompt"], oldest_first=True, limit=1)[0]
-    retention.PROTECTORS.append(lambda mem: {extra.id})  # how the learning loop's L3+ knowledge plugs in
+
+    def extra_protector(mem: Memory) -> set[str]:  # how a plug-in (as the learning loop's L3+) adds its own
+        return {extra.id}
+
+    retention.PROTECTORS.append(extra_protector)
     try:
         assert retention.protected_event_ids(big) == {cited.id, extra.id}
         live = big.store.live_bytes()
         cap = int(live * 0.7)
         report = retention.prune(big, cap, now=NOW)
     finally:
-        retention.PROTECTORS.clear()
+        retention.PROTECTORS.remove(extra_protector)  # the real protectors (L3+ knowledge) stay registered
     assert report.pruned > 0 and report.after_bytes <= cap * retention.TARGET_SHARE < live
     assert report.protected == 2
     left = {e.id: e for e in big.history(limit=-1)}

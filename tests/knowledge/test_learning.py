@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -364,6 +365,10 @@ def test_l3_knowledge_is_never_pruned(tmp_path: Path) -> None:
         assert level(mem.store, p) == 3
         protected = retention.protected_event_ids(mem)
         assert p.id in protected and other.id not in protected
+        report = retention.prune(mem, 1, now=time.time() + 365 * 86400)  # everything old, a cap nothing meets
+        assert report.pruned > 0
+        left = {e.id for e in mem.history(limit=-1)}
+        assert p.id in left and other.id not in left
 
 
 def test_settle_judges_only_what_changed(store: Store, log: Log) -> None:
