@@ -116,7 +116,9 @@ def snapshot(store: Store, cfg: Config | None = None) -> dict[str, Any]:
     data = {
         "consolidated_memories": [list(r) for r in store.db.execute(f"SELECT {cols} FROM consolidated_memories")],
         "consolidated_sources": [list(r) for r in store.db.execute("SELECT * FROM consolidated_sources")],
-        "consolidated_fts": [list(r) for r in store.db.execute("SELECT memory_id, title, summary FROM consolidated_fts")],
+        "consolidated_fts": [
+            list(r) for r in store.db.execute("SELECT memory_id, title, summary FROM consolidated_fts")
+        ],
         "memories": service.memories(store, None, sources=True),
         "search": service.memories(store, "pool exhausted"),
         "status": status,

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from en_support import Log, dump, history, snapshot
-from llm_stub import Stub
 
 from conftest import payload
+from llm_stub import Stub
 from memlane import config, paths
 from memlane.cli.main import cli
 from memlane.daemon.jobs import EndlessKeyFacts, Upkeep
@@ -225,10 +225,13 @@ def test_rebuild_reproduces_the_memories_without_asking_the_model(
     assert assist.run(mem.store, cfg, "endless", max_calls=2).calls == 2  # one memory left extractive, waiting
     before = dump(mem.store)
     asked = len(stub.requests)
-    mem.rebuild()
-    assert dump(mem.store) == before
-    mem.rebuild(["endless"])
-    assert dump(mem.store) == before
+    with Memory.open(mem.project.root) as configured:  # the LLM on, one memory still waiting for it
+        assert llm.configured(configured.config)
+        configured.rebuild()
+        assert dump(configured.store) == before
+        configured.rebuild(["endless"])
+        assert dump(configured.store) == before
+    assert len(stub.requests) == asked, "rebuild never calls the model"
     # ... with the LLM turned off since, too: the answers are kept, nothing is asked.
     for name in ("PROVIDER", "MODEL"):
         monkeypatch.delenv(f"MEMLANE_LLM_{name}")
@@ -281,14 +284,15 @@ def test_private_text_secrets_and_tool_output_never_reach_the_model(
         for tool, tool_input, response in (
             ("Read", {"file_path": f"{proj}/app/db.py"},
              {"file": {"filePath": f"{proj}/app/db.py", "content": "FILE BODY: DATABASE_URL=postgres://db/shop"}}),
-            ("Edit", {"file_path": f"{proj}/app/db.py", "old_string": f"pool_size={n}", "new_string": f"pool_size={n + 1}"},
-             {"filePath": f"{proj}/app/db.py"}),
+            ("Edit", {"file_path": f"{proj}/app/db.py", "old_string": f"pool_size={n}",
+                      "new_string": f"pool_size={n + 1}"}, {"filePath": f"{proj}/app/db.py"}),
         ):  # fmt: skip
             hook("PostToolUse", payload("04-PostToolUse.json", session_id=session, prompt_id=f"{session}-p",
                                         tool_use_id=f"{session}-{tool}", tool_name=tool, tool_input=tool_input,
                                         tool_response=response))  # fmt: skip
+        answer = f"app/db.py now uses pool_size={n + 1}; token {secret} rotated."
         hook("Stop", payload("05-Stop.json", session_id=session, prompt_id=f"{session}-p",
-                             last_assistant_message=f"app/db.py now uses pool_size={n + 1}; token {secret} rotated."))  # fmt: skip
+                             last_assistant_message=answer))  # fmt: skip
     configure(monkeypatch, stub)
     stub.respond = quoting
     result = CliRunner().invoke(cli, ["-C", str(proj), "endless", "enable"])

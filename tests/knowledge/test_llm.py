@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from kn_support import Log
-from llm_stub import Stub
 
+from llm_stub import Stub
 from memlane import config
 from memlane.knowledge import llm
 from memlane.memory import Memory

@@ -207,10 +207,8 @@ def memories_cmd(obj: Ctx, query: tuple[str, ...], limit: int, sources: bool, as
             markup=False,
         )
         if "llm" in row:
-            render.console.print(
-                f"  key facts quoted from its sources by {row['llm'].get('provider', '?')} {row['llm'].get('model', '?')}",
-                markup=False,
-            )
+            who = f"{row['llm'].get('provider', '?')} {row['llm'].get('model', '?')}"
+            render.console.print(f"  key facts quoted from its sources by {who}", markup=False)
         for fact in row["facts"]:
             replaced = f"  (superseded by {fact['replaced_by']})" if fact.get("replaced_by") else ""
             render.console.print(f"  {fact['ts'][:10]} [{fact['citation']}] {fact['text']}{replaced}", markup=False)

@@ -25,7 +25,7 @@ from memlane.store import keys
 from memlane.store.db import Store
 
 WAITING_READ = 50  # memories looked at per run (most sessions first)
-PREPARE_BATCH = 25  # memories from before the LLM was on given their input per transaction (the write lock is short)
+PREPARE_BATCH = 10  # memories from before the LLM was on given their input per transaction (the write lock is short)
 PREPARE_MAX = 500  # ... and per run
 
 
@@ -135,7 +135,9 @@ def run(store: Store, cfg: Config, mode: str, *, max_calls: int, deadline: float
             report.memories.append(memory["id"])
     report.waiting = store.llm_counts(consolidation.LLM_MIN_SESSIONS)["waiting"]
     with store.write():
-        store.set_endless_state({"llm_at": round(time.time(), 3), "llm_line": report.line(), "llm_stopped": report.stopped})
+        store.set_endless_state(
+            {"llm_at": round(time.time(), 3), "llm_line": report.line(), "llm_stopped": report.stopped}
+        )
     return report
 
 

@@ -496,3 +496,23 @@ class EndlessStore(EventStore):
             "SELECT count(*) FROM consolidated_memories WHERE llm_input = '' AND sessions >= ?", (min_sessions,)
         ).fetchone()[0]
         return {"assisted": int(assisted), "waiting": int(waiting) + int(unprepared)}
+
+    def citations(self, event_ids: Sequence[str]) -> dict[str, str]:
+        """Event id → its citation (``mem:xxxxxx``) for the ids that still exist."""
+        out: dict[str, str] = {}
+        ids = list(dict.fromkeys(event_ids))
+        for start in range(0, len(ids), 500):
+            chunk = ids[start : start + 500]
+            rows = self.db.execute(f"SELECT id, citation FROM events WHERE id IN ({_marks(len(chunk))})", chunk)
+            out.update((str(i), f"mem:{c}") for i, c in rows)
+        return out
+
+    def endless_counts(self) -> dict[str, int]:
+        one = self.db.execute
+        return {
+            "marks": int(one("SELECT count(*) FROM endless_marks").fetchone()[0]),
+            "sessions": int(one("SELECT count(*) FROM endless_sessions").fetchone()[0]),
+            "working_set": int(one("SELECT count(*) FROM working_set").fetchone()[0]),
+            "consolidated": self.consolidated_count(),
+            "dirty_topics": self.dirty_topic_count(),
+        }
