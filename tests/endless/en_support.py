@@ -77,3 +77,61 @@ TABLES = {
 
 def dump(store: Store) -> dict[str, list[tuple[Any, ...]]]:
     return {t: sorted(store.db.execute(f"SELECT {cols} FROM {t}").fetchall(), key=repr) for t, cols in TABLES.items()}
+
+
+# ---- a history of long-running topics, and what endless mode shows of it (tests/endless/test_llm_key_facts.py) ----
+
+
+def history(log: Log) -> None:
+    """Three long-running topics over two sessions each: a file (app/db.py), a command that failed and was fixed
+    (pytest), and one that failed only (alembic). Uses only what endless mode had before its LLM path."""
+    log.exchange("s1", "Configure the engine pool.", "app/db.py", "engine = create_engine(URL)",
+                 "engine = create_engine(URL, pool_size=10)", "app/db.py now uses pool_size=10.", hours=0)  # fmt: skip
+    log.prompt("Run the tests.", "s1")
+    log.bash("pytest -q", "tests/test_pool.py F\nE   TimeoutError: pool exhausted after 30s\n1 failed", "s1", code=1)
+    log.answer("The pool test fails: TimeoutError, the pool is exhausted after 30s with 10 connections.", "s1")
+    log.bash("alembic upgrade head", "INFO ok\nERROR: relation users already exists", "s1", code=1)
+    log.exchange("s2", "The load test throws 500s.", "app/db.py", "pool_size=10", "pool_size=25",
+                 "QueuePool was exhausted under load, so app/db.py now uses pool_size=25 and max_overflow=10. "
+                 "With 4 workers that stays under Postgres max_connections=200.", hours=50)  # fmt: skip
+    log.bash("pytest -q", "tests/test_pool.py F\nE   TimeoutError: pool exhausted after 30s\n1 failed", "s2", code=1)
+    log.bash("pytest -q", "12 passed", "s2")
+    log.bash("alembic upgrade head", "INFO ok\nERROR: relation users already exists", "s2", code=1)
+
+
+def snapshot(store: Store, cfg: Config | None = None) -> dict[str, Any]:
+    """What endless mode keeps and shows of the consolidated memories — the rows (the columns of schema 90), their
+    sources and search rows, ``memories`` (listed and searched), ``status`` and the SessionStart text — with event
+    ids and citations replaced by the events' order (they are random) and wall-clock times left out."""
+    import json
+    import re
+
+    from memlane.endless import inject
+
+    cfg = cfg or Config()
+    cols = "id, kind, key, title, summary, facts, confidence, sessions, sources, first_ts, last_ts"
+    status = service.status(store, cfg)
+    for key in ("working_set_at", "last_consolidation"):
+        status.pop(key)
+    data = {
+        "consolidated_memories": [list(r) for r in store.db.execute(f"SELECT {cols} FROM consolidated_memories")],
+        "consolidated_sources": [list(r) for r in store.db.execute("SELECT * FROM consolidated_sources")],
+        "consolidated_fts": [
+            list(r) for r in store.db.execute("SELECT memory_id, title, summary FROM consolidated_fts")
+        ],
+        "memories": service.memories(store, None, sources=True),
+        "search": service.memories(store, "pool exhausted"),
+        "status": status,
+        "session_start": inject.session_start_context(store, cfg),
+    }
+    names = {}
+    for n, (event_id, citation) in enumerate(store.db.execute("SELECT id, citation FROM events ORDER BY seq")):
+        names[event_id] = f"E{n}"
+        names[citation] = f"C{n}"
+    text = json.dumps(data, ensure_ascii=False, sort_keys=True)
+    text = re.sub(r"\b[0-9a-f]{32}\b", lambda m: names.get(m.group(0), m.group(0)), text)
+    text = re.sub(r"mem:([0-9a-z]{6,8})\b", lambda m: "mem:" + names.get(m.group(1), m.group(1)), text)
+    out: dict[str, Any] = json.loads(text)
+    for table in ("consolidated_memories", "consolidated_sources", "consolidated_fts"):
+        out[table].sort(key=repr)
+    return out

@@ -5,9 +5,7 @@ usage recorded, the daily budget enforced (it stops and says so), and a rebuild 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -15,57 +13,10 @@ import pytest
 from click.testing import CliRunner
 from kn_support import Log
 
+from llm_stub import Stub
 from memlane import config
 from memlane.knowledge import llm
 from memlane.memory import Memory
-
-
-class Stub:
-    """A model endpoint on 127.0.0.1: answers every call with ``answer`` (the model's text), logs each request."""
-
-    def __init__(self) -> None:
-        self.requests: list[tuple[str, dict[str, Any]]] = []
-        self.answer = '{"insights": []}'
-        self.usage = (1000, 50)
-        stub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args: Any) -> None:
-                pass
-
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-                stub.requests.append((self.path, body))
-                tokens_in, tokens_out = stub.usage
-                if self.path.endswith("/chat/completions"):
-                    reply = {"choices": [{"message": {"role": "assistant", "content": stub.answer}}],
-                             "usage": {"prompt_tokens": tokens_in, "completion_tokens": tokens_out}}  # fmt: skip
-                elif self.path.endswith("/v1/messages"):
-                    reply = {"content": [{"type": "text", "text": stub.answer}],
-                             "usage": {"input_tokens": tokens_in, "output_tokens": tokens_out}}  # fmt: skip
-                elif self.path.endswith("/api/chat"):
-                    reply = {"message": {"role": "assistant", "content": stub.answer},
-                             "prompt_eval_count": tokens_in, "eval_count": tokens_out}  # fmt: skip
-                else:
-                    self.send_response(404)
-                    self.end_headers()
-                    return
-                data = json.dumps(reply).encode()
-                self.send_response(200)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
-        self.thread.join(timeout=5)
 
 
 @pytest.fixture

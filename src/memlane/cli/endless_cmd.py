@@ -33,6 +33,13 @@ def _caught_up(done: dict[str, Any]) -> str:
     return "; ".join(parts)
 
 
+def _llm_line(done: dict[str, Any]) -> str:
+    """What the LLM did for the key facts (only when one is on and the project is in endless mode)."""
+    from memlane.endless import assist
+
+    return "\n" + assist.Report(**done["llm"]).line() if done.get("llm") else ""
+
+
 @endless_group.command("enable")
 @json_option
 @pass_ctx
@@ -47,7 +54,7 @@ def enable_cmd(obj: Ctx, as_json: bool) -> None:
         return
     render.console.print(
         f"Endless mode on for this project: a working set of {items} item(s), {consolidated} consolidated "
-        f"memor{'y' if consolidated == 1 else 'ies'} ({_caught_up(done)}).",
+        f"memor{'y' if consolidated == 1 else 'ies'} ({_caught_up(done)})." + _llm_line(done),
         markup=False,
     )
 
@@ -80,7 +87,7 @@ def consolidate_cmd(obj: Ctx, as_json: bool) -> None:
     if as_json:
         render.emit_json({**done, "consolidated_total": total})
         return
-    render.console.print(f"{_caught_up(done)}; {total} consolidated memories in all.", markup=False)
+    render.console.print(f"{_caught_up(done)}; {total} consolidated memories in all." + _llm_line(done), markup=False)
 
 
 @endless_group.command("status")
@@ -125,6 +132,8 @@ def show_status(data: dict[str, Any]) -> None:
         ("consolidated", f"{data['consolidated']} memories, last run {data['last_consolidation'] or 'never'}"),
         ("waiting", f"{data['events_not_projected']} event(s) to project, {data['topics_queued']} topic(s) queued"),
     ]
+    if data.get("llm"):
+        rows.extend(llm_rows(data["llm"]))
     render.kv_table(rows)
     if data["working_set"]:
         render.dict_table(
@@ -150,6 +159,24 @@ def show_status(data: dict[str, Any]) -> None:
             ["topic", "sessions", "confidence"],
             title="long-running topics",
         )
+
+
+def llm_rows(info: dict[str, Any]) -> list[tuple[str, Any]]:
+    """``status``'s lines on the LLM-assisted key facts."""
+    who = info["model"] or "no LLM configured now"
+    n = info["assisted"]
+    head = f"{n} memor{'y' if n == 1 else 'ies'} quoted by a model, {info['waiting']} waiting ({who}"
+    head += f"; not asked: {info['off']})" if info["off"] else ")"
+    today = info["today"]
+    cap = f" of {today['budget_tokens']:,}" if today["budget_tokens"] else ""
+    rows: list[tuple[str, Any]] = [
+        ("LLM key facts", head),
+        ("", f"today (every use of the LLM): {today['input_tokens'] + today['output_tokens']:,}{cap} tokens, "
+             f"${today['cost_usd']:.4f}" + (f" of ${today['budget_usd']:.2f}" if today["budget_usd"] else "")),
+    ]  # fmt: skip
+    if info["last"]:
+        rows.append(("", f"last run {info['last_run']}: {info['last']}"))
+    return rows
 
 
 @endless_group.command("memories")
@@ -179,6 +206,9 @@ def memories_cmd(obj: Ctx, query: tuple[str, ...], limit: int, sources: bool, as
             f"confidence {row['confidence']:.2f}, {row['first_ts'][:10]} → {row['last_ts'][:10]})",
             markup=False,
         )
+        if "llm" in row:
+            who = f"{row['llm'].get('provider', '?')} {row['llm'].get('model', '?')}"
+            render.console.print(f"  key facts quoted from its sources by {who}", markup=False)
         for fact in row["facts"]:
             replaced = f"  (superseded by {fact['replaced_by']})" if fact.get("replaced_by") else ""
             render.console.print(f"  {fact['ts'][:10]} [{fact['citation']}] {fact['text']}{replaced}", markup=False)

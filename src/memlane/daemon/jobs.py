@@ -17,7 +17,8 @@ Two kinds:
   ``store.backup_interval_min`` (``store.backup``: SQLite's online backup, 0600, rotated), what ``doctor
   --repair`` restores lost events from. ``Upkeep`` decides which are due; the loop asks it once a round, the
   first time a minute after start (the model warms and the backlog gets embedded first). ``ExtractInsights``
-  runs the optional LLM insight extractor (off unless configured) within its daily budget.
+  runs the optional LLM insight extractor (off unless configured) within its daily budget; ``EndlessKeyFacts``
+  asks the same model, within the same budget, for the key facts of endless mode's consolidated memories.
 
 Every job waits, before each slice, while a request is in flight (``Gate``), as the embedding does: a hook's
 search is never queued behind it. None of them runs on a hook's path. ``/api/health`` reports each one.
@@ -256,7 +257,38 @@ class ExtractInsights(Job):
         return "; ".join(done) or None
 
 
-JOBS: list[type[Job]] = [PruneStores, CleanOutbox, BackupStores, ExtractInsights]
+class EndlessKeyFacts(Job):
+    """Endless mode's LLM-assisted key facts (``endless/assist.py``; off unless ``llm.provider`` and ``llm.model``
+    are set, and only for projects in endless mode): a few calls per project for the consolidated memories waiting
+    for one, within the same daily budget as the insight extractor. When the budget is reached it stops and says
+    so in the log (once, not every run) and in ``memlane endless status``."""
+
+    name = "llm-endless"
+    interval_s = 300.0
+    CALLS = 3  # per project per run: a call takes seconds, and the loop also embeds
+
+    def run(self, cfg: config.Config) -> str | None:
+        from memlane.endless import assist, service
+        from memlane.knowledge import llm
+
+        if not llm.configured(cfg):
+            return None
+        done = []
+        for mem in _memories(cfg):
+            store = mem.store
+            mode = service.mode(store, mem.config)[0]
+            if assist.why_off(store, mem.config, mode):
+                continue
+            before = store.endless_state().get("llm_stopped")
+            report = assist.run(store, mem.config, mode, max_calls=self.CALLS)
+            if report.calls or (report.stopped and report.stopped != before):
+                done.append(f"{mem.project.id}: {report.line()}")
+            if "budget" in report.stopped:
+                break
+        return "; ".join(done) or None
+
+
+JOBS: list[type[Job]] = [PruneStores, CleanOutbox, BackupStores, ExtractInsights, EndlessKeyFacts]
 
 
 class Upkeep:

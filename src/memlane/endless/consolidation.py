@@ -11,11 +11,15 @@ memory (spec §5, §6.2) holds:
   explains it, + 0.05 when it was changed, at most 0.95;
 - its sessions, first and last time, and a search index (words, and trigrams for CJK text).
 
-Extractive: no model reads anything (an LLM-assisted summary would need the LLM configuration of the learning
-loop, issue 33, which memlane does not have yet). A memory is a pure function of its topic's marks, so
-consolidating again gives the same rows (idempotent), and the queue (``endless_dirty``) is emptied in the
-transaction that writes the memories: a process killed mid-way leaves the rest queued for the next run. A topic
-with fewer than two source events or no fact has no memory (its one event says it already).
+Extractive by default: no model reads anything. When the user turned an LLM on (``[llm]``), a memory of
+``LLM_MIN_SESSIONS`` sessions or more gets the input its key facts would be asked with (``llm_input``, see
+``summaries.py``), and when the store keeps a model's answer for that input (``assist.py`` asks, within the
+daily budget, outside any transaction), its key facts are the answer's quotes instead (``llm_answer``). Nothing
+here calls a model: a memory is a pure function of its topic's marks and the kept answers, so consolidating
+again gives the same rows (idempotent), ``memlane rebuild`` reproduces them without a network call, and the
+queue (``endless_dirty``) is emptied in the transaction that writes the memories: a process killed mid-way
+leaves the rest queued for the next run. A topic with fewer than two source events or no fact has no memory
+(its one event says it already).
 
 Replaced facts stay in the memory (its history); readers leave out or mark those the knowledge model says
 were replaced (``current_facts``).
@@ -26,6 +30,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from memlane.config import Config
+from memlane.endless import summaries
 from memlane.knowledge.text import stable_id
 from memlane.store.db import Store
 from memlane.store.keys import has_cjk
@@ -34,6 +40,7 @@ MAX_FACTS = 8
 MAX_SUMMARY = 1000
 BATCH = 50  # topics per transaction
 SCANNED = 200  # a topic's newest marks read for its facts (its figures count every mark)
+LLM_MIN_SESSIONS = 2  # a model is asked only about long-running topics (those SessionStart shows)
 FACT_ROLES = {
     "file": ("asked", "change", "write", "delete", "answer"),
     "command": ("asked", "fail", "ok", "answer"),
@@ -75,9 +82,7 @@ def build(store: Store, kind: str, key: str) -> dict[str, Any] | None:
     facts = _facts(kind, store.topic_marks(kind, key, FACT_ROLES[kind], SCANNED))
     if not facts:
         return None
-    kept = facts[-MAX_FACTS:]
-    while len(kept) > 1 and len(_summary(kept)) > MAX_SUMMARY:
-        kept = kept[1:]
+    kept = _within(facts)
     sessions = seen_of["sessions"]
     confidence = (
         0.4
@@ -127,20 +132,61 @@ def _summary(facts: list[dict[str, Any]]) -> str:
     return "\n".join(f"{f['ts'][:10]} {f['text']}" for f in facts)
 
 
-def consolidate_topic(store: Store, kind: str, key: str) -> bool:
-    """(Re)write one topic's memory inside the caller's transaction; whether it has one."""
+def _within(facts: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    kept = facts[-MAX_FACTS:]
+    while len(kept) > 1 and len(_summary(kept)) > MAX_SUMMARY:
+        kept = kept[1:]
+    return kept
+
+
+def with_llm(store: Store, memory: dict[str, Any]) -> dict[str, Any]:
+    """The memory with its LLM input (``llm_input``) and, when the store keeps a model's answer for it, the answer's
+    quotes as its key facts (``llm_answer``: the answer's id). Reads only; a long-running topic only."""
+    if memory["sessions"] < LLM_MIN_SESSIONS:
+        return memory
+    given = summaries.inputs(store, memory)
+    if given is None:
+        return {**memory, "llm_input": "-"}  # nothing to ask about (its facts' events are gone)
+    memory = {**memory, "llm_input": given.input_hash}
+    answer = store.llm_consolidation(given.input_hash)
+    if answer is None:
+        return memory  # not asked yet: extractive
+    facts = _within(summaries.quoted_facts(given, answer["response"]))
+    if not facts:
+        return memory  # nothing of the answer was kept: extractive
+    summary = _summary(facts)
+    return {**memory, "facts": facts, "summary": summary, "llm_answer": answer["id"],
+            "cjk": has_cjk(memory["title"] + summary)}  # fmt: skip
+
+
+def llm_on(store: Store, cfg: Config | None) -> bool:
+    """Whether consolidation looks for LLM answers: the user turned an LLM on, or the store keeps answers from when
+    one was (a rebuild reproduces them either way)."""
+    from memlane.knowledge import llm
+
+    if not hasattr(store, "has_llm_consolidations"):
+        return False
+    return (cfg is not None and llm.configured(cfg)) or store.has_llm_consolidations()
+
+
+def consolidate_topic(store: Store, kind: str, key: str, *, llm: bool = False) -> bool:
+    """(Re)write one topic's memory inside the caller's transaction (``llm``: with the kept LLM answer for it, see
+    ``with_llm``); whether it has one."""
     memory = build(store, kind, key)
     if memory is None:
         store.delete_consolidated(memory_id(kind, key))
         return False
-    store.put_consolidated(memory)
+    store.put_consolidated(with_llm(store, memory) if llm else memory)
     return True
 
 
-def consolidate(store: Store, *, limit: int | None = None, budget_s: float | None = None) -> int:
+def consolidate(
+    store: Store, *, limit: int | None = None, budget_s: float | None = None, cfg: Config | None = None
+) -> int:
     """Consolidate queued topics, ``BATCH`` per transaction, until the queue is empty or a limit is reached;
-    how many topics were done."""
+    how many topics were done. ``cfg``: the settings (whether an LLM is on); never calls a model."""
     done = 0
+    llm = llm_on(store, cfg)
     deadline = time.monotonic() + budget_s if budget_s is not None else None
     while limit is None or done < limit:
         if deadline is not None and time.monotonic() >= deadline:
@@ -149,7 +195,7 @@ def consolidate(store: Store, *, limit: int | None = None, budget_s: float | Non
         with store.write():
             topics = store.dirty_topics(size)
             for kind, key in topics:
-                consolidate_topic(store, kind, key)
+                consolidate_topic(store, kind, key, llm=llm)
                 store.clear_dirty_topic(kind, key)
         done += len(topics)
         if len(topics) < size:

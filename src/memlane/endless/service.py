@@ -15,13 +15,14 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memlane.config import Config
-from memlane.endless import consolidation, continuity, working_set
+from memlane.endless import assist, consolidation, continuity, working_set
 from memlane.errors import InputError
 from memlane.store.db import Store
 
 MODES = ("session", "endless")
 ENABLE_BUDGET_S = 20.0  # `memlane endless enable|consolidate`: how long they catch up before leaving it to the daemon
 READ_BUDGET_S = 5.0  # `memlane endless status`: as the knowledge commands' reads
+LLM_CALLS = 10  # `memlane endless enable|consolidate`: calls for key facts at most, within ENABLE_BUDGET_S
 
 
 def mode(store: Store, cfg: Config) -> tuple[str, str]:
@@ -46,7 +47,7 @@ def refresh(store: Store, cfg: Config | None, *, consolidate: bool, budget_s: fl
     cfg = cfg or Config()
     done: dict[str, Any] = {"consolidated": 0, "scored": 0, "working_set": False}
     if consolidate:
-        done["consolidated"] = consolidation.consolidate(store, budget_s=budget_s)
+        done["consolidated"] = consolidation.consolidate(store, budget_s=budget_s, cfg=cfg)
         if not store.dirty_topic_count():
             offset = store.projection_offset("endless")
             with store.write():
@@ -93,6 +94,9 @@ def catch_up(store: Store, cfg: Config, budget_s: float = ENABLE_BUDGET_S) -> di
     done["projected"] = progress.projected
     done["behind"] = sum(progress.behind.values())
     done["queued"] = store.dirty_topic_count()
+    current = mode(store, cfg)[0]
+    if not assist.why_off(store, cfg, current):  # an LLM is on, the project is in endless mode: the same budget
+        done["llm"] = assist.run(store, cfg, current, max_calls=LLM_CALLS, deadline=start + budget_s).as_dict()
     return done
 
 
@@ -132,6 +136,30 @@ def status(store: Store, cfg: Config) -> dict[str, Any]:
             {"title": m["title"], "sessions": m["sessions"], "confidence": m["confidence"], "id": m["id"]}
             for m in store.consolidated(limit=5, order="sessions")
         ],
+        **_llm_status(store, cfg, state),
+    }
+
+
+def _llm_status(store: Store, cfg: Config, state: dict[str, str]) -> dict[str, Any]:
+    """``llm``: the LLM-assisted key facts — only when an LLM is on or some memory has them (else nothing, as
+    before there were any): how many memories have them, how many wait, today's spend, the last run's outcome."""
+    from memlane.knowledge import llm
+
+    counts = store.llm_counts(consolidation.LLM_MIN_SESSIONS) if hasattr(store, "llm_counts") else {}
+    if not llm.configured(cfg) and not counts.get("assisted"):
+        return {}
+    off = assist.why_off(store, cfg, mode(store, cfg)[0])
+    spent = llm.spent_today()
+    return {
+        "llm": {
+            "model": f"{cfg.llm.provider} {cfg.llm.model}" if llm.configured(cfg) else None,
+            "asked": not off,
+            "off": off or None,
+            **counts,
+            "last_run": _when(state.get("llm_at")),
+            "last": state.get("llm_line") or None,
+            "today": {**spent, "budget_tokens": cfg.llm.daily_token_budget, "budget_usd": cfg.llm.daily_cost_usd},
+        }
     }
 
 
@@ -146,7 +174,8 @@ def memories(store: Store, query: str | None = None, limit: int = 20, *, sources
     with its facts cited (and what replaced a replaced one) and, with ``sources``, every source event's id.
 
     The learning loop (issue 33) maps these to L4 knowledge: ``id``, ``kind``/``key`` (the topic), ``facts``,
-    ``confidence`` and ``source_events``."""
+    ``confidence`` and ``source_events``. A memory whose key facts a model quoted (an LLM was on) has ``llm``
+    (provider, model, when) and its facts ``by: llm``."""
     if query:
         from memlane.store.fulltext import parse_query
 
@@ -156,10 +185,13 @@ def memories(store: Store, query: str | None = None, limit: int = 20, *, sources
         rows = [found[i] for i in ids if i in found]
     else:
         rows = store.consolidated(limit=limit, order="sessions")
+    answers = store.llm_consolidations_by_id([m["llm_answer"] for m in rows if "llm_answer" in m])
     out = []
     for memory in rows:
-        row = {k: v for k, v in memory.items() if k != "facts"}
+        row = {k: v for k, v in memory.items() if k not in ("facts", "llm_answer")}
         row["facts"] = consolidation.current_facts(store, memory)
+        if "llm_answer" in memory:  # its key facts are a model's quotes from its sources (an LLM was on)
+            row["llm"] = answers.get(memory["llm_answer"]) or {}
         if sources:
             row["source_events"] = store.consolidated_sources(memory["id"])
         out.append(row)

@@ -27,6 +27,9 @@ again, and forgetting (or redacting) any event it was given removes it.
 
 The daemon runs it every few minutes on sessions that ended or have been quiet ``llm.idle_minutes``
 (``daemon/jobs.ExtractInsights``); ``memlane insights extract`` runs it now.
+
+Endless mode's consolidation uses the same client, budget and ledger for a topic's key facts, also quotes only
+(``endless/assist.py``, docs/endless.md); its answers are kept beside these (``llm_consolidations``).
 """
 
 from __future__ import annotations
@@ -255,8 +258,9 @@ def _post(url: str, body: dict[str, Any], headers: dict[str, str], timeout: floa
     return data
 
 
-def call(cfg: config.Config, prompt: str) -> tuple[str, int, int]:
-    """Ask the configured model; (its text, input tokens, output tokens)."""
+def call(cfg: config.Config, prompt: str, system: str = SYSTEM) -> tuple[str, int, int]:
+    """Ask the configured model (with ``system``: the extractor's instructions unless another reader, such as endless
+    mode's key facts, gives its own); (its text, input tokens, output tokens)."""
     llm = cfg.llm
     base = (llm.url or DEFAULT_URLS[llm.provider]).rstrip("/")
     key = os.environ.get(llm.api_key_env, "") if llm.api_key_env else ""
@@ -265,7 +269,7 @@ def call(cfg: config.Config, prompt: str) -> tuple[str, int, int]:
     try:
         if llm.provider == "anthropic":
             headers = {"anthropic-version": "2023-06-01", **({"x-api-key": key} if key else {})}
-            data = _post(f"{base}/v1/messages", {"model": llm.model, "max_tokens": OUTPUT_TOKENS, "system": SYSTEM,
+            data = _post(f"{base}/v1/messages", {"model": llm.model, "max_tokens": OUTPUT_TOKENS, "system": system,
                          "messages": [{"role": "user", "content": prompt}]}, headers, llm.timeout_s)  # fmt: skip
             text = "".join(b.get("text", "") for b in data.get("content") or [] if isinstance(b, dict))
             usage = data.get("usage") or {}
@@ -273,14 +277,14 @@ def call(cfg: config.Config, prompt: str) -> tuple[str, int, int]:
         if llm.provider == "openai":
             headers = {"Authorization": f"Bearer {key}"} if key else {}
             data = _post(f"{base}/chat/completions", {"model": llm.model, "max_tokens": OUTPUT_TOKENS, "temperature": 0,
-                         "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]},
+                         "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}]},
                          headers, llm.timeout_s)  # fmt: skip
             text = str(((data.get("choices") or [{}])[0].get("message") or {}).get("content") or "")
             usage = data.get("usage") or {}
             return text, int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))
         data = _post(f"{base}/api/chat", {"model": llm.model, "stream": False, "format": "json",
                      "options": {"temperature": 0, "num_predict": OUTPUT_TOKENS},
-                     "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": prompt}]},
+                     "messages": [{"role": "system", "content": system}, {"role": "user", "content": prompt}]},
                      {}, llm.timeout_s)  # fmt: skip
         text = str((data.get("message") or {}).get("content") or "")
         return text, int(data.get("prompt_eval_count", 0)), int(data.get("eval_count", 0))

@@ -3,7 +3,8 @@ consolidated memories with their sources and search index, the consolidation que
 
 ``memlane.endless`` decides what goes in them; this module only reads and writes rows. Every table here is
 derived from ``events`` (``memlane rebuild`` empties and refills them); the one setting kept here is the
-project's mode (``meta``: ``endless.mode``), which a rebuild leaves alone.
+project's mode (``meta``: ``endless.mode``), which a rebuild leaves alone, and the one log the answers of a
+configured LLM for a memory's key facts (``llm_consolidations``, schema 91), which a rebuild reuses.
 
 Stdlib only and cheap to import: ``Store`` includes this class, and the hooks import ``Store`` (SessionStart
 reads the mode, and in the daemon the working set).
@@ -34,6 +35,7 @@ MODE_KEY = "endless.mode"
 MARK_COLUMNS = "event_id, idx, seq, session_id, ts, kind, key, role, fact"
 WS_COLUMNS = "rank, kind, key, title, event_id, first_ts, last_ts, touches, sessions, status, score, detail"
 CM_COLUMNS = "id, kind, key, title, summary, facts, confidence, sessions, sources, first_ts, last_ts"
+CM_LLM_COLUMNS = "llm_input, llm_answer"  # schema 91: '' and NULL for an extractive memory (not shown then)
 SESSION_COLUMNS = "session_id, started, last_ts, prev_session_id, score, transition, detail"
 
 
@@ -302,10 +304,11 @@ class EndlessStore(EventStore):
         """Write (or rewrite) one consolidated memory and its search rows; its sources are every event that marks its
         topic (added, never rewritten: a hot file's thousands of sources cost an index scan, not a rewrite)."""
         self.db.execute(
-            f"INSERT INTO consolidated_memories ({CM_COLUMNS}) VALUES ({_marks(11)})"
+            f"INSERT INTO consolidated_memories ({CM_COLUMNS}, {CM_LLM_COLUMNS}) VALUES ({_marks(13)})"
             " ON CONFLICT(id) DO UPDATE SET title = excluded.title, summary = excluded.summary,"
             " facts = excluded.facts, confidence = excluded.confidence, sessions = excluded.sessions,"
-            " sources = excluded.sources, first_ts = excluded.first_ts, last_ts = excluded.last_ts",
+            " sources = excluded.sources, first_ts = excluded.first_ts, last_ts = excluded.last_ts,"
+            " llm_input = excluded.llm_input, llm_answer = excluded.llm_answer",
             (
                 memory["id"],
                 memory["kind"],
@@ -318,6 +321,8 @@ class EndlessStore(EventStore):
                 memory["sources"],
                 memory["first_ts"],
                 memory["last_ts"],
+                memory.get("llm_input") or "",
+                memory.get("llm_answer"),
             ),
         )
         self.db.execute(
@@ -346,7 +351,7 @@ class EndlessStore(EventStore):
         self, ids: Sequence[str] | None = None, *, limit: int = 100, order: str = "last"
     ) -> list[dict[str, Any]]:
         """Consolidated memories (``order``: ``last`` newest first, ``sessions`` most sessions first)."""
-        sql = f"SELECT {CM_COLUMNS} FROM consolidated_memories"
+        sql = f"SELECT {CM_COLUMNS}, llm_answer FROM consolidated_memories"
         args: list[Any] = []
         if ids is not None:
             if not ids:
@@ -359,7 +364,7 @@ class EndlessStore(EventStore):
 
     def consolidated_by_topic(self, kind: str, key: str) -> dict[str, Any] | None:
         row = self.db.execute(
-            f"SELECT {CM_COLUMNS} FROM consolidated_memories WHERE kind = ? AND key = ?", (kind, key)
+            f"SELECT {CM_COLUMNS}, llm_answer FROM consolidated_memories WHERE kind = ? AND key = ?", (kind, key)
         ).fetchone()
         return self._consolidated(row) if row else None
 
@@ -395,9 +400,102 @@ class EndlessStore(EventStore):
 
     @staticmethod
     def _consolidated(row: Sequence[Any]) -> dict[str, Any]:
-        out = dict(zip([c.strip() for c in CM_COLUMNS.split(",")], row, strict=True))
+        """A memory's row; ``llm_answer`` (the id of the answer its key facts come from) only when it has one."""
+        out = dict(zip([c.strip() for c in CM_COLUMNS.split(",")] + ["llm_answer"], row, strict=True))
         out["facts"] = _loads(out["facts"], [])
+        if out["llm_answer"] is None:
+            del out["llm_answer"]
         return out
+
+    # ---- LLM-assisted key facts (schema 91) -------------------------------------------------------
+
+    def has_llm_consolidations(self) -> bool:
+        return self.db.execute("SELECT 1 FROM llm_consolidations LIMIT 1").fetchone() is not None
+
+    def llm_consolidation(self, input_hash: str) -> dict[str, Any] | None:
+        """The kept answer for one input (its id, provider, model and response), or None."""
+        row = self.db.execute(
+            "SELECT id, provider, model, response FROM llm_consolidations WHERE input_hash = ?", (input_hash,)
+        ).fetchone()
+        if row is None:
+            return None
+        return {"id": int(row[0]), "provider": row[1], "model": row[2], "response": _loads(row[3], {})}
+
+    def llm_consolidations_by_id(self, ids: Sequence[int]) -> dict[int, dict[str, Any]]:
+        if not ids:
+            return {}
+        rows = self.db.execute(
+            f"SELECT id, provider, model, ts FROM llm_consolidations WHERE id IN ({_marks(len(ids))})", list(ids)
+        )
+        return {int(r[0]): {"provider": r[1], "model": r[2], "ts": r[3]} for r in rows}
+
+    def add_llm_consolidation(self, row: dict[str, Any], event_ids: Sequence[str]) -> int:
+        """Keep one answer and the events it was given, in order (its own transaction); its id."""
+        with self.write() as db:
+            cur = db.execute(
+                "INSERT OR IGNORE INTO llm_consolidations (input_hash, memory_id, provider, model, response,"
+                " input_tokens, output_tokens, cost_usd, ts) VALUES (?,?,?,?,?,?,?,?,?)",
+                (
+                    row["input_hash"],
+                    row["memory_id"],
+                    row["provider"],
+                    row["model"],
+                    _dumps(row["response"]),
+                    row["input_tokens"],
+                    row["output_tokens"],
+                    row["cost_usd"],
+                    row["ts"],
+                ),
+            )
+            if not cur.rowcount:
+                found = db.execute("SELECT id FROM llm_consolidations WHERE input_hash = ?", (row["input_hash"],))
+                return int(found.fetchone()[0])
+            answer_id = int(cur.lastrowid or 0)
+            db.executemany(
+                "INSERT OR IGNORE INTO llm_consolidation_events (consolidation_id, event_id, idx)"
+                " SELECT ?, id, ? FROM events WHERE id = ?",
+                [(answer_id, i, event_id) for i, event_id in enumerate(event_ids)],
+            )
+            return answer_id
+
+    # A memory waiting for a model: extractive, long-running, with an input (``llm_input``; '-': nothing to ask)
+    # that no kept answer is for.
+    _WAITING = (
+        " FROM consolidated_memories m WHERE m.llm_answer IS NULL AND m.sessions >= ?"
+        " AND m.llm_input NOT IN ('', '-')"
+        " AND NOT EXISTS (SELECT 1 FROM llm_consolidations c WHERE c.input_hash = m.llm_input)"
+    )
+
+    def llm_waiting(self, min_sessions: int, limit: int) -> list[tuple[str, str, str]]:
+        """(kind, key, llm_input) of memories waiting for a model, not queued for consolidation again, most sessions
+        first, then newest."""
+        rows = self.db.execute(
+            f"SELECT m.kind, m.key, m.llm_input {self._WAITING}"
+            " AND NOT EXISTS (SELECT 1 FROM endless_dirty d WHERE d.kind = m.kind AND d.key = m.key)"
+            " ORDER BY m.sessions DESC, m.last_ts DESC, m.id LIMIT ?",
+            (min_sessions, limit),
+        )
+        return [(str(k), str(v), str(h)) for k, v, h in rows]
+
+    def llm_unprepared(self, min_sessions: int, limit: int) -> list[tuple[str, str]]:
+        """(kind, key) of long-running memories without an LLM input: consolidated before an LLM was turned on."""
+        rows = self.db.execute(
+            "SELECT kind, key FROM consolidated_memories WHERE llm_input = '' AND sessions >= ?"
+            " ORDER BY sessions DESC, last_ts DESC, id LIMIT ?",
+            (min_sessions, limit),
+        )
+        return [(str(k), str(v)) for k, v in rows]
+
+    def llm_counts(self, min_sessions: int) -> dict[str, int]:
+        """Memories whose key facts a model quoted (``assisted``), and the long-running ones still extractive that a
+        model has not answered for (``waiting``, those consolidated before an LLM was on among them)."""
+        one = self.db.execute
+        assisted = one("SELECT count(*) FROM consolidated_memories WHERE llm_answer IS NOT NULL").fetchone()[0]
+        waiting = one(f"SELECT count(*) {self._WAITING}", (min_sessions,)).fetchone()[0]
+        unprepared = one(
+            "SELECT count(*) FROM consolidated_memories WHERE llm_input = '' AND sessions >= ?", (min_sessions,)
+        ).fetchone()[0]
+        return {"assisted": int(assisted), "waiting": int(waiting) + int(unprepared)}
 
     def citations(self, event_ids: Sequence[str]) -> dict[str, str]:
         """Event id → its citation (``mem:xxxxxx``) for the ids that still exist."""

@@ -179,6 +179,7 @@ class ForgetStore(EventStore):
                     )
                 # An LLM's answer may quote the redacted words: it goes (its trigger removes the answer).
                 db.execute("DELETE FROM llm_extraction_events WHERE event_id = ?", (event_id,))
+                db.execute("DELETE FROM llm_consolidation_events WHERE event_id = ?", (event_id,))
                 if searched:  # bookkeeping gets no vectors
                     db.execute(
                         "INSERT INTO outbox (event_id, status, created_at, updated_at) VALUES (?, 'pending', ?, ?)"

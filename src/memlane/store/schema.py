@@ -699,6 +699,47 @@ def _m90_endless(db: sqlite3.Connection) -> None:
     )
 
 
+def _m91_endless_llm(db: sqlite3.Connection) -> None:
+    """Endless mode's LLM-assisted key facts (docs/endless.md): the answers a configured model gave for a
+    consolidated memory, quotes only (``llm_consolidations``, a log beside the learning loop's ``llm_extractions``:
+    not derived, so ``rebuild`` reuses them instead of asking again), the events each was given (forgetting or
+    redacting any of them removes the answer), and on each memory the input its key facts would be asked with
+    (``llm_input``, a hash; '' when no model is asked) and the answer they come from (``llm_answer``; NULL:
+    extractive)."""
+    _script(
+        db,
+        """
+        CREATE TABLE llm_consolidations (
+            id            INTEGER PRIMARY KEY,
+            input_hash    TEXT NOT NULL UNIQUE,
+            memory_id     TEXT NOT NULL,
+            provider      TEXT NOT NULL,
+            model         TEXT NOT NULL,
+            response      TEXT NOT NULL,
+            input_tokens  INTEGER NOT NULL,
+            output_tokens INTEGER NOT NULL,
+            cost_usd      REAL NOT NULL,
+            ts            TEXT NOT NULL
+        );
+        CREATE INDEX llm_consolidations_memory ON llm_consolidations(memory_id);
+        CREATE TABLE llm_consolidation_events (
+            consolidation_id INTEGER NOT NULL REFERENCES llm_consolidations(id) ON DELETE CASCADE,
+            event_id         TEXT NOT NULL REFERENCES events(id) ON DELETE CASCADE,
+            idx              INTEGER NOT NULL,
+            PRIMARY KEY (consolidation_id, event_id)
+        ) WITHOUT ROWID;
+        CREATE INDEX llm_consolidation_events_event ON llm_consolidation_events(event_id);
+        CREATE TRIGGER llm_consolidation_events_gone AFTER DELETE ON llm_consolidation_events
+        BEGIN
+            DELETE FROM llm_consolidations WHERE id = OLD.consolidation_id;
+        END;
+        ALTER TABLE consolidated_memories ADD COLUMN llm_input TEXT NOT NULL DEFAULT '';
+        ALTER TABLE consolidated_memories ADD COLUMN llm_answer INTEGER;
+        CREATE INDEX consolidated_llm_input ON consolidated_memories(llm_input) WHERE llm_input != '';
+        """,
+    )
+
+
 MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (1, "initial", _m1_initial),
     (2, "citations", _m2_citations),
@@ -714,6 +755,7 @@ MIGRATIONS: list[tuple[int, str, Callable[[sqlite3.Connection], None]]] = [
     (40, "learning", _m40_learning),
     (70, "team_sync", _m70_team_sync),
     (90, "endless", _m90_endless),
+    (91, "endless_llm", _m91_endless_llm),
 ]
 
 LATEST = MIGRATIONS[-1][0]
