@@ -12,9 +12,10 @@ reads the mode, and in the daemon the working set).
 
 from __future__ import annotations
 
-import json
-
 from memlane.store.events import EventStore
+from memlane.store.rows import dumps as _dumps
+from memlane.store.rows import loads as _loads
+from memlane.store.rows import marks as _marks
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -37,21 +38,6 @@ WS_COLUMNS = "rank, kind, key, title, event_id, first_ts, last_ts, touches, sess
 CM_COLUMNS = "id, kind, key, title, summary, facts, confidence, sessions, sources, first_ts, last_ts"
 CM_LLM_COLUMNS = "llm_input, llm_answer"  # schema 91: '' and NULL for an extractive memory (not shown then)
 SESSION_COLUMNS = "session_id, started, last_ts, prev_session_id, score, transition, detail"
-
-
-def _loads(text: str | None, default: Any) -> Any:
-    try:
-        return json.loads(text) if text else default
-    except ValueError:
-        return default
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
 
 
 class EndlessStore(EventStore):

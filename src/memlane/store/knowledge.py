@@ -10,10 +10,11 @@ Stdlib only and cheap to import: ``Store`` includes this class, and the hooks im
 
 from __future__ import annotations
 
-import json
-
 from memlane.store.events import EventStore
 from memlane.store.records import EVENT_COLUMNS, Event, event_from_row
+from memlane.store.rows import dumps as _dumps
+from memlane.store.rows import loads as _loads
+from memlane.store.rows import marks as _marks
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,26 +34,11 @@ ENTITY_COLUMNS = (
 EDGE_COLUMNS = "id, src_type, src_id, rel_type, dst_type, dst_id, meta, event_id, ts"
 
 
-def _loads(text: str | None, default: Any) -> Any:
-    try:
-        return json.loads(text) if text else default
-    except ValueError:
-        return default
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True)
-
-
 def _row(names: str, row: Sequence[Any], json_fields: tuple[str, ...]) -> dict[str, Any]:
     out = dict(zip([n.strip() for n in names.split(",")], row, strict=True))
     for field in json_fields:
         out[field] = _loads(out[field], [] if field == "evidence" else {})
     return out
-
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
 
 
 class KnowledgeStore(EventStore):

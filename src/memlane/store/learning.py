@@ -15,6 +15,7 @@ import json
 
 from memlane.store import keys
 from memlane.store.events import EventStore
+from memlane.store.rows import marks as _marks
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,10 +46,6 @@ SOURCE_COLUMNS = "insight_id, event_id, role, method, span_start, span_end, conf
 
 def _cols(names: str) -> list[str]:
     return [n.strip() for n in names.split(",")]
-
-
-def _marks(n: int) -> str:
-    return ",".join("?" * n)
 
 
 def _chunks(items: Sequence[Any], size: int = 500) -> Iterable[Sequence[Any]]:
