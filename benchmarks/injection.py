@@ -48,11 +48,9 @@ CORPORA = ("replay", "lme", "conversation")
 
 def default_lme() -> Path:
     """LongMemEval beside the repository (``../shared/data``) or beside its worktree's parent."""
-    for base in HERE.parents:
-        candidate = base / "shared" / "data" / "longmemeval" / "longmemeval_s_cleaned_498q.json.gz"
-        if candidate.exists():
-            return candidate
-    return HERE.parents[1] / "shared" / "data" / "longmemeval" / "longmemeval_s_cleaned_498q.json.gz"
+    from longmemeval import default_data
+
+    return default_data()
 
 
 # ---- one prompt ------------------------------------------------------------------------------------------

@@ -26,9 +26,19 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-DEFAULT_DATA = (
-    Path(__file__).resolve().parents[2] / "shared" / "data" / "longmemeval" / "longmemeval_s_cleaned_498q.json.gz"
-)
+LME_FILE = Path("shared") / "data" / "longmemeval" / "longmemeval_s_cleaned_498q.json.gz"
+
+
+def default_data() -> Path:
+    """LongMemEval-S beside the repository (``../shared/data``), or beside a parent of it (a git worktree)."""
+    here = Path(__file__).resolve().parent
+    for base in here.parents:
+        if (base / LME_FILE).exists():
+            return base / LME_FILE
+    return here.parents[1] / LME_FILE
+
+
+DEFAULT_DATA = default_data()
 
 
 def split_of(question_id: str) -> str:
