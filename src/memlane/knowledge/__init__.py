@@ -14,6 +14,7 @@
 
 Everything here is derived from ``events`` by ``KnowledgeProjector`` (``projector.py``), which the daemon runs
 in the background (``daemon/jobs.py``) and ``memlane rebuild`` reruns from scratch (``memlane/derived.py``).
-The SQL is in ``store/knowledge.py``. Imports go downward only: store, workflow; nothing in ``capture/``,
+The SQL is in ``store/knowledge.py``. Imports go downward only: store, workflow, and retrieval's code
+fragments (``select.fragments``, one definition for both); nothing in ``capture/``,
 ``store/`` or ``retrieval/``'s hook path imports this package.
 """

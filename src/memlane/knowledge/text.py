@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from memlane.retrieval import select
 from memlane.store.keys import canonical_key, sha256_hex
 
 # ---- canonical keys ----------------------------------------------------------------------------------------
@@ -69,22 +70,9 @@ def words(text: str) -> list[str]:
     return [w.lower() for w in _ALNUM.findall(text)]
 
 
-# ---- code fragments ----------------------------------------------------------------------------------------
+# ---- code fragments: one definition, retrieval's (what an edit took out that a memory quotes) ----------------
 
-_SETTING = re.compile(r"\b\w+\s*=\s*(?:-?\d[\d.]*\b|\"[^\"\n]*\"|'[^'\n]*'|True\b|False\b|None\b|true\b|false\b)")
-_IDENTIFIER = re.compile(r"[A-Za-z_][\w.]*\w")
-_CODE_LIKE = re.compile(r"[._\d]|[a-z][A-Z]")
-_IMPORT = re.compile(r"""(?:^|\s)(?:import|from)\s+["']?([A-Za-z_][\w.-]*)|require\(["']([A-Za-z_][\w.-]*)["']\)""")
-MIN_FRAGMENT = 4
-
-
-def fragments(text: str) -> set[str]:
-    """The code-like fragments of a text (settings with spaces around ``=`` normalised)."""
-    found = {re.sub(r"\s*=\s*", "=", m) for m in _SETTING.findall(text)}
-    found.update(m for m in _IDENTIFIER.findall(text) if _CODE_LIKE.search(m))
-    for a, b in _IMPORT.findall(text):
-        found.add(a or b)
-    return {f for f in found if len(f) >= MIN_FRAGMENT}
+fragments = select.fragments
 
 
 _BOUNDARY = re.compile(r"[.!?](?=\s|$)|\n")
