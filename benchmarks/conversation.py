@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from longmemeval import BM25  # the same baseline as the LongMemEval benchmark
+from longmemeval import BM25, embed_rows  # the same baseline and vector cache as the LongMemEval benchmark
 
 DATA = Path(__file__).resolve().parent / "conversation" / "data"
 KINDS = ("single", "multi", "temporal", "paraphrase", "update", "inference", "unanswerable")
@@ -143,7 +143,6 @@ def build(
 
 def _embed(memory: Any, conv: Conversation, cache: Path | None) -> None:
     """What ``vectors.worker`` does for each outbox job (same passages, same rows), with the vectors cached."""
-    import numpy as np
 
     from memlane.embed import get_embedder
     from memlane.embed.passages import passages
@@ -157,19 +156,7 @@ def _embed(memory: Any, conv: Conversation, cache: Path | None) -> None:
     # ~2,500 passages per conversation: minutes on a shared 2-core machine. The cache file names the model
     # version and the conversation's text, so a change to either re-embeds.
     saved = cache / f"{conv.id}.{conv.digest()}.{embedder.version.replace('/', '_')}.npy" if cache else None
-    if saved is not None and saved.exists() and len(loaded := np.load(saved)) == len(rows):
-        vectors = list(loaded)
-    else:
-        vectors = embedder.embed_passages([c for _, _, c in rows])
-        if saved is not None:
-            saved.parent.mkdir(parents=True, exist_ok=True)
-            np.save(saved, np.asarray(vectors, dtype=np.float32))
-    index.upsert(
-        [
-            {"event_id": e.id, "chunk": n, "vector": v, "type": e.type, "session_id": e.session_id, "ts": e.ts}
-            for (e, n, _), v in zip(rows, vectors, strict=True)
-        ]
-    )
+    embed_rows(index, embedder, rows, saved)
     index.ensure_index()
     memory.store.outbox_complete([e.id for e in events])
 

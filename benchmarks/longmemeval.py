@@ -41,6 +41,26 @@ def default_data() -> Path:
 DEFAULT_DATA = default_data()
 
 
+def embed_rows(index: Any, embedder: Any, rows: list[tuple[Any, int, str]], saved: Path | None) -> None:
+    """Embed (event, chunk number, text) rows into ``index``, reusing the vectors saved at ``saved`` when they
+    match the rows in number (the file name carries what would change them: the model, the text)."""
+    import numpy as np
+
+    if saved is not None and saved.exists() and len(loaded := np.load(saved)) == len(rows):
+        vectors = list(loaded)
+    else:
+        vectors = embedder.embed_passages([c for _, _, c in rows])
+        if saved is not None:
+            saved.parent.mkdir(parents=True, exist_ok=True)
+            np.save(saved, np.asarray(vectors, dtype=np.float32))
+    index.upsert(
+        [
+            {"event_id": e.id, "chunk": n, "vector": v, "type": e.type, "session_id": e.session_id, "ts": e.ts}
+            for (e, n, _), v in zip(rows, vectors, strict=True)
+        ]
+    )
+
+
 def split_of(question_id: str) -> str:
     """A fixed dev/test split by a hash of the question id: ~30% dev (tune here), ~70% test (report here).
 
@@ -98,7 +118,6 @@ def build(
 
 
 def _index(store: Any, embedder: Any, workdir: Path, cfg: Any, cache: Path | None, qid: str) -> Any:
-    import numpy as np
 
     from memlane.embed.passages import passages
     from memlane.vectors import VectorIndex
@@ -113,19 +132,7 @@ def _index(store: Any, embedder: Any, workdir: Path, cfg: Any, cache: Path | Non
     # Embedding a haystack takes ~30 s here; --cache keeps the vectors so ranking changes can be
     # re-measured in minutes. The file name carries the model version, so a model change re-embeds.
     saved = cache / f"{qid}.{embedder.version.replace('/', '_')}.npy" if cache else None
-    if saved is not None and saved.exists() and len(loaded := np.load(saved)) == len(rows):
-        vectors = list(loaded)
-    else:
-        vectors = embedder.embed_passages([c for _, _, c in rows])
-        if saved is not None:
-            saved.parent.mkdir(parents=True, exist_ok=True)
-            np.save(saved, np.asarray(vectors, dtype=np.float32))
-    index.upsert(
-        [
-            {"event_id": e.id, "chunk": n, "vector": v, "type": e.type, "session_id": e.session_id, "ts": e.ts}
-            for (e, n, _), v in zip(rows, vectors, strict=True)
-        ]
-    )
+    embed_rows(index, embedder, rows, saved)
     return index
 
 
