@@ -81,13 +81,7 @@ class Site:
         self, request: Request, template: str, build: Callable[[Memory], dict[str, Any]], status: int = 200
     ) -> Response:
         """A page over the request's project: ``build(mem)`` gives the template's values."""
-        pid = self.project_id(request)
-
-        def call() -> str:
-            with self.memory(pid) as mem:
-                values = build(mem)
-                return self.render(request, template, mem, **values)
-
+        call = self._rendering(request, template, build)
         try:
             response: Response = HTMLResponse(await self.run(call), status_code=status)
         except (MemlaneError, sqlite3.Error) as exc:
@@ -95,6 +89,18 @@ class Site:
         if request.query_params.get("project"):
             remember_project(response, request.query_params["project"])
         return response
+
+    def _rendering(
+        self, request: Request, template: str, build: Callable[[Memory], dict[str, Any]]
+    ) -> Callable[[], str]:
+        """The work of a page or fragment, to run off the event loop: open the project, build, render."""
+        pid = self.project_id(request)
+
+        def call() -> str:
+            with self.memory(pid) as mem:
+                return self.render(request, template, mem, **build(mem))
+
+        return call
 
     def render(self, request: Request, template: str, mem: Memory | None, **values: Any) -> str:
         headers = dict(request.scope.get("headers") or [])
@@ -119,13 +125,7 @@ class Site:
 
     async def fragment(self, request: Request, template: str, build: Callable[[Memory], dict[str, Any]]) -> Response:
         """A piece of a page (an htmx swap): errors come back as a small message in place, with their status."""
-        pid = self.project_id(request)
-
-        def call() -> str:
-            with self.memory(pid) as mem:
-                values = build(mem)
-                return self.render(request, template, mem, **values)
-
+        call = self._rendering(request, template, build)
         try:
             return HTMLResponse(await self.run(call))
         except (MemlaneError, sqlite3.Error) as exc:
