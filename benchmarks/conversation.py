@@ -264,7 +264,8 @@ def evaluate(
 
 
 def injection_rows(split: str, cache: Path | None, ask: Callable[..., Any], row: Callable[..., Any],
-                   text_only: bool = False) -> Iterable[dict[str, Any]]:  # fmt: skip
+                   text_only: bool = False, lexicon: Callable[[Any], Any] | None = None,
+                   ) -> Iterable[dict[str, Any]]:  # fmt: skip
     """The questions of ``split`` through ``benchmarks/injection.py``'s ``ask`` (the hook's two tiers), as its rows."""
     from memlane import config
     from memlane.capture.inject import retrieval_query
@@ -282,6 +283,7 @@ def injection_rows(split: str, cache: Path | None, ask: Callable[..., Any], row:
                 retriever, index, rcfg = Retriever(memory.store, cfg), None, cfg
             else:
                 retriever, index = engine.retriever(memory), engine.index(memory.project.id)
+                retriever.lexicon = lexicon(memory.store) if lexicon else None
                 rcfg = fitted_config(cfg, engine.embedder)
             for q in conv.questions:
                 answer = ask(memory.store, retriever, index, rcfg, retrieval_query(q["text"], cfg), now)

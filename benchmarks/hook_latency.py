@@ -180,6 +180,13 @@ def write_transcript(folder: Path, i: int) -> Path:
     return path
 
 
+ENGLISH_PROMPT = "why does the checkout connection pool timeout under load again {i}?"
+# --korean: the same question in Korean, its terms as loanwords (체크아웃 커넥션 풀 타임아웃): the daemon looks them
+# up in the store's English words (retrieval/loanwords.py) and embeds what it finds.
+KOREAN_PROMPT = "체크아웃 커넥션 풀 타임아웃이 부하 걸리면 왜 또 나요 {i}?"
+KOREAN = False
+
+
 def payloads(cwd: Path, i: int) -> dict[str, dict[str, object]]:
     sid = f"live-{i}"
     transcript = write_transcript(cwd.parent, i)
@@ -199,7 +206,7 @@ def payloads(cwd: Path, i: int) -> dict[str, dict[str, object]]:
         "UserPromptSubmit": {
             **base,
             "hook_event_name": "UserPromptSubmit",
-            "prompt": f"why does the checkout connection pool timeout under load again {i}?",
+            "prompt": (KOREAN_PROMPT if KOREAN else ENGLISH_PROMPT).format(i=i),
         },
         "SessionStart": {**base, "hook_event_name": "SessionStart", "source": "startup"},
     }
@@ -311,7 +318,10 @@ def main() -> None:
         action="store_true",
         help="with --daemon: serve with --no-worker (the same hook with nothing embedding beside it, for comparison)",
     )
+    ap.add_argument("--korean", action="store_true", help="UserPromptSubmit's prompt in Korean (loanwords)")
     args = ap.parse_args()
+    global KOREAN
+    KOREAN = args.korean
     home = Path(args.home or tempfile.mkdtemp(prefix="memlane-bench-"))
     cwd = home / "project"
     cwd.mkdir(parents=True, exist_ok=True)

@@ -102,6 +102,14 @@ def outcome(answer: dict[str, Any], good: set[str], stale: set[str]) -> dict[str
 
 
 TEXT_ONLY = False  # --text-only: the hooks' full-text fallback (no vectors), as when the daemon is down
+LOANWORDS = True  # --no-loanwords: Korean prompts without the store's English words for their loanwords
+
+
+def lexicon(store: Any) -> Any:
+    """The store's loanword lexicon, as the daemon holds it (none for the hooks' full-text fallback)."""
+    from memlane.retrieval import loanwords
+
+    return loanwords.of_store(store) if LOANWORDS and not TEXT_ONLY else None
 
 
 def replay_rows(split: str, cache: Path | None) -> Iterator[dict[str, Any]]:
@@ -126,7 +134,7 @@ def replay_rows(split: str, cache: Path | None) -> Iterator[dict[str, Any]]:
         from memlane.vectors import VectorIndex
 
         index = VectorIndex(memory.project.id, embedder.version, embedder.dim, cfg.vectors)
-        retriever = Retriever(memory.store, cfg, embedder, index)
+        retriever = Retriever(memory.store, cfg, embedder, index, lexicon(memory.store))
         if TEXT_ONLY:
             index, retriever = None, Retriever(memory.store, memory.config)
         events = [e for e in memory.store.iter_events() if e.type not in cr.SKIP_TYPES]
@@ -163,9 +171,8 @@ def lme_rows(split: str, path: Path, stride: int, cache: Path | None) -> Iterato
             asked = datetime.fromisoformat(lme.iso(q["question_date"]).replace("Z", "+00:00"))
             if TEXT_ONLY:
                 index, cfg = None, config.load()
-            answer = ask(
-                store, Retriever(store, cfg, embedder if index else None, index), index, cfg, q["question"], asked
-            )
+            retriever = Retriever(store, cfg, embedder if index else None, index, lexicon(store))
+            answer = ask(store, retriever, index, cfg, q["question"], asked)
             abstain = q["question_id"].endswith("_abs")
             yield row("lme", q["question_id"], split, q["question_type"], "en", not abstain, answer,
                       set() if abstain else set(turns), set())  # fmt: skip
@@ -180,7 +187,7 @@ def conversation_rows(split: str, cache: Path | None) -> Iterator[dict[str, Any]
     except ImportError:
         print("conversation corpus: benchmarks/conversation.py not found; skipped", file=sys.stderr)
         return
-    yield from conv.injection_rows(split, cache, ask, row, text_only=TEXT_ONLY)
+    yield from conv.injection_rows(split, cache, ask, row, text_only=TEXT_ONLY, lexicon=lexicon)
 
 
 def row(
@@ -288,11 +295,12 @@ def main() -> None:
     ap.add_argument("--lme-stride", type=int, default=4, help="every K-th LongMemEval question of the split")
     ap.add_argument("--cache", type=Path, help="keep built stores and vectors here between runs")
     ap.add_argument("--text-only", action="store_true", help="the hooks' full-text fallback (no vectors)")
+    ap.add_argument("--no-loanwords", action="store_true", help="Korean prompts without the loanword lexicon")
     ap.add_argument("--json", action="store_true", help="print the summaries as JSON")
     ap.add_argument("--dump", type=Path, help="write every prompt's record (candidates, tiers) to this JSON file")
     args = ap.parse_args()
-    global TEXT_ONLY
-    TEXT_ONLY = args.text_only
+    global TEXT_ONLY, LOANWORDS
+    TEXT_ONLY, LOANWORDS = args.text_only, not args.no_loanwords
     splits = ["dev", "test"] if args.split == "all" else [args.split]
     corpora = [c.strip() for c in args.corpus.split(",") if c.strip()]
     unknown = set(corpora) - set(CORPORA)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from conftest import on_both_backends
 from memlane import config
 from memlane.capture.inject import prompt_memories
@@ -69,4 +71,31 @@ def test_unrelated_korean_history_stays_out(tmp_path: Path) -> None:
     cfg = config.Config()
     for prompt in ("배송비 계산 공식이 뭐야?", "결제 환불 처리 로직은 어디에 있어?", "오늘 점심 뭐 먹을까?"):
         assert prompt_memories(store, prompt, cfg) == [], prompt
+    store.close()
+
+
+def test_short_korean_words_are_found_among_the_newest_korean_events(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One- and two-letter Korean words (풀) are too short for the trigram index: they are looked for in the
+    events with CJK text through their own index (never a walk of the whole table), newest first, within the
+    newest ``SHORT_CJK_SCAN`` of them."""
+    from memlane.store import fulltext
+
+    store = Store(tmp_path / "s.db", "p")
+    store.append([NewEvent("agent_response", "s", "커넥션 풀 크기를 25로 올렸어요.", "old", {}, ts=TS)])
+    store.append([NewEvent("agent_response", "s", f"English note {i}", str(i), {}, ts=TS) for i in range(30)])
+    store.append([NewEvent("agent_response", "s", f"한국어 메모 {i}번", f"k{i}", {}, ts=TS) for i in range(3)])
+    assert [e.content for e, _ in store.fts("풀")] == ["커넥션 풀 크기를 25로 올렸어요."]
+    if getattr(store, "backend", "sqlite") == "sqlite":
+        plan = " ".join(
+            str(r)
+            for r in store.db.execute(
+                "EXPLAIN QUERY PLAN SELECT e.seq FROM events e WHERE e.has_cjk = 1 AND e.seq >= 0"
+                " AND e.content LIKE '%풀%' ORDER BY e.seq DESC LIMIT 5"
+            )
+        )
+        assert "events_cjk_seq" in plan, plan
+        monkeypatch.setattr(fulltext, "SHORT_CJK_SCAN", 3)  # the three newer Korean notes only
+        assert store.fts("풀") == []
     store.close()

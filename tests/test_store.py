@@ -366,3 +366,13 @@ def test_a_migration_numbered_below_the_highest_applied_is_still_applied(tmp_pat
     assert schema.migrate(db) == [schema.LATEST]
     assert schema.migrate(db) == []
     db.close()
+
+
+def test_a_store_from_before_the_cjk_index_gets_it(tmp_path: Path) -> None:
+    path = tmp_path / "old.db"
+    db = sqlite3.connect(path, isolation_level=None)
+    schema.migrate(db, target=20)
+    assert not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'events_cjk_seq'").fetchone()
+    db.close()
+    with Store(path, "p") as store:
+        assert store.db.execute("SELECT 1 FROM sqlite_master WHERE name = 'events_cjk_seq'").fetchone()

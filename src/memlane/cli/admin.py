@@ -493,8 +493,8 @@ def _language_check() -> list[Check]:
             "language",
             False,
             f"{cjk} of your latest {len(prompts)} prompts are Korean, Chinese or Japanese, and the model "
-            f"({cfg.embedding.model}) is English-only: such prompts are searched by full text alone, so they find "
-            "English memories only through a shared word or identifier",
+            f"({cfg.embedding.model}) is English-only: such prompts find English memories only through a shared "
+            "word, an identifier or a loanword (도커 → docker)",
             f"{install}memlane config set embedding.model {embed.E5_SMALL} (multilingual; re-embeds the store)",
             warn=True,
         )

@@ -19,6 +19,7 @@ from typing import Any
 from memlane import config
 from memlane.logs import log
 from memlane.retrieval.hybrid import Hit, Retriever
+from memlane.retrieval.loanwords import has_hangul
 from memlane.retrieval.select import Injection, by_support, choose
 
 TYPE_CHECKING = False
@@ -89,6 +90,9 @@ class Engine:
         self._spawned = 0.0  # when this engine started a daemon (monotonic), so a search can wait for it
         self._prepared: dict[str, Any] = {}  # prompt → future of its query vector (see ``prepare``)
         self.prepared = {"started": 0, "used": 0}  # for /api/health: does the early start pay off?
+        from memlane.retrieval.loanwords import Lexicons
+
+        self.lexicons = Lexicons()  # each project's English words for Korean loanwords, built off the search path
 
     @property
     def embedder(self) -> Any:
@@ -179,10 +183,11 @@ class Engine:
 
         return PgVectorIndex(memory.store, embedder.version, embedder.dim, self.cfg.vectors)
 
-    def retriever(self, memory: Memory) -> Retriever:
+    def retriever(self, memory: Memory, query: str = "") -> Retriever:
         index = self.index_for(memory) if self.vectors else None
         embedder = self.embedder if index is not None else None
-        return Retriever(memory.store, fitted_config(memory.config, embedder), embedder, index)
+        lexicon = self.lexicons.get(memory.project.id, memory.store) if has_hangul(query) else None
+        return Retriever(memory.store, fitted_config(memory.config, embedder), embedder, index, lexicon)
 
     def search(self, memory: Memory, query: str, **filters: Any) -> list[Hit]:
         query_vector = filters.pop("query_vector", None)  # in-process only: never sent to a daemon
@@ -191,7 +196,7 @@ class Engine:
             if hits is not None:
                 self.daemon_answers += 1
                 return hits
-        return self.retriever(memory).search(query, query_vector=query_vector, **filters)
+        return self.retriever(memory, query).search(query, query_vector=query_vector, **filters)
 
     def _daemon_search(self, memory: Memory, query: str, filters: dict[str, Any]) -> list[Hit] | None:
         """The daemon's answer, with events read from our own store; None when the daemon is down or failed."""

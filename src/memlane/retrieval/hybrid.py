@@ -18,6 +18,7 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from memlane.retrieval import cjk, resolved, scoring, select, when
+from memlane.retrieval.loanwords import has_hangul
 from memlane.store.backend import MemoryStore
 from memlane.store.db import STOPWORDS, Event, parse_query, query_stopwords
 from memlane.store.keys import cjk_count
@@ -37,6 +38,8 @@ def _executor() -> Any:
 
 _TOKEN = re.compile(r"[^\W_]+")
 EXCHANGE_DEPTH = 30  # candidates whose exchange is looked up
+_LATIN = re.compile(r"[A-Za-z][\w.]*")
+MAX_SHARE = 0.99
 MIN_BACKGROUND = 10  # neighbours needed to take their median as the query's background similarity
 UNRELATED_COSINE = 0.2  # all-MiniLM-L6-v2's typical similarity between unrelated texts (an embedder may say its own)
 
@@ -127,7 +130,12 @@ def doc_freqs(store: MemoryStore, tokens: set[str]) -> tuple[int, dict[str, int]
 
 
 def lexical(
-    event: Event, terms: list[list[str]], grams: list[str], weights: list[float], avg_length: float
+    event: Event,
+    terms: list[list[str]],
+    grams: list[str],
+    weights: list[float],
+    avg_length: float,
+    alternatives: frozenset[str] = frozenset(),
 ) -> tuple[float, float]:
     """The event's Okapi BM25 for the query terms as a share of the ideal score (``scoring.text_score``):
     (the share from the query's content words, the share its stop words add).
@@ -154,12 +162,14 @@ def lexical(
             stop += scoring.bm25_term(weight, tf, length, avg_length)
             continue
         score += scoring.bm25_term(weight, tf, length, avg_length)
-        ideal += weight * (scoring.K1 + 1)
+        if term[0] not in alternatives:  # a loanword's English word: an alternative, already in the ideal
+            ideal += weight * (scoring.K1 + 1)
     for gram in grams:
         if gram in text:
             score += 1.0
         ideal += scoring.K1 + 1
-    return scoring.text_score(score, ideal), scoring.text_score(stop, ideal)
+    # Alternatives can carry an event past the ideal: the share stays under 1, as the weights were fitted for.
+    return min(scoring.text_score(score, ideal), MAX_SHARE), scoring.text_score(stop, ideal)
 
 
 def _phrase_count(tokens: list[str], phrase: list[str]) -> int:
@@ -256,11 +266,14 @@ def _session_support(ranked: list[_Candidate], weight: float) -> list[_Candidate
 class Retriever:
     """Search one project. ``embedder`` and ``index`` are optional (text-only without them)."""
 
-    def __init__(self, store: MemoryStore, cfg: Any, embedder: Any = None, index: Any = None) -> None:
+    def __init__(
+        self, store: MemoryStore, cfg: Any, embedder: Any = None, index: Any = None, lexicon: Any = None
+    ) -> None:
         self.store = store
         self.cfg = cfg
         self.embedder = embedder
         self.index = index
+        self.lexicon = lexicon  # ``loanwords.Lexicon`` of this store, when the searching process has one
 
     def search(
         self,
@@ -292,6 +305,16 @@ class Retriever:
         if tool or file or failed:  # tool history (store.records.TOOL_FILTERS): only tool calls qualify
             filters.update(types=["tool_observation"], tool=tool, file=file, failed=failed)
         pending = self._embed_async(query, query_vector) if uses_vectors(query, rcfg, self.embedder) else None
+        # English words of the store for the prompt's Korean loanwords (``loanwords``): the word index looks for
+        # them as alternatives of the Korean words they stand for (they do not raise the ideal a memory is
+        # measured against, so a memory that matches the Korean itself keeps its share), and an English-only
+        # model, which cannot read the Korean, is asked about them and the prompt's Latin words.
+        alternatives: frozenset[str] = frozenset()
+        if loans := self._loanwords(query):
+            alternatives = frozenset(loans)
+            words = f"{words} {' '.join(loans)}"
+            if pending is None and self.embedder is not None:
+                pending = self._embed_async(" ".join([*_LATIN.findall(query), *loans]), None)
         text_hits = self.store.fts(words, limit=rcfg.candidates, exclude_ids=exclude_ids, **filters)
         inside = None
         if span is not None:  # also the best matches from the time the query names, however few
@@ -332,7 +355,11 @@ class Retriever:
                 kind, ts, session_id = event.type, event.ts, event.session_id
             if kind in UNSEARCHED_TYPES:  # a vector row too old to carry its type
                 continue
-            text, stop = lexical(events[event_id], terms, grams, weights, avg_length) if event_id in events else (0, 0)
+            text, stop = (
+                lexical(events[event_id], terms, grams, weights, avg_length, alternatives)
+                if event_id in events
+                else (0, 0)
+            )
             cosine = near[event_id].similarity if event_id in near else floor
             rows.append((event_id, event, kind, ts, session_id, text, stop, cosine))
         ranked: list[_Candidate] = []
@@ -369,6 +396,9 @@ class Retriever:
         for hit in hits:
             hit.sources["lift"] = rise = scoring.lift(hit.score, level)
             hit.confidence = "superseded" if "superseded" in hit.sources else scoring.tier(hit.score, rise, rcfg)
+            if loans and hit.confidence == "high" and not has_hangul(hit.event.content):
+                # Found through the English of a loanword, not through what the prompt says: an index line.
+                hit.confidence = "suggested"
             if hit.confidence != "superseded" and "rank_lift" in hit.sources:
                 key = hit.sources["rank"]
                 hit.shown = scoring.tier(scoring.sigmoid(key), hit.sources["rank_lift"], rcfg)
@@ -424,6 +454,12 @@ class Retriever:
                 if event is not None and _passes(event, filters):
                     hits.append(Hit(event, c.score, c.sources))
         return hits
+
+    def _loanwords(self, query: str) -> list[str]:
+        """The store's English words that the query's Korean loanwords stand for (``loanwords``)."""
+        if self.lexicon is None or not has_hangul(query):
+            return []
+        return list(self.lexicon.expand(query))
 
     def _embed_async(self, query: str, query_vector: Any) -> Any:
         """The query vector, or a future of it, or None when there is no vector side."""

@@ -100,6 +100,9 @@ _CHUNK = re.compile(r"\S+")
 _PART = re.compile(r"[^\W_]+")
 
 
+SHORT_CJK_SCAN = 20_000  # newest events with CJK text searched for a query's one- or two-letter CJK words
+
+
 class FullTextStore(EventStore):
     """BM25 search and the word statistics it needs."""
 
@@ -236,17 +239,27 @@ class FullTextStore(EventStore):
             self._fts_table("events_fts", match, where, args, limit, scored, ranked=bounded)
         if trigrams:
             self._fts_table("events_cjk", " OR ".join(trigrams), where, args, limit, scored)
-        for chunk in short_cjk:  # one- or two-character CJK words: too short for trigrams
+        # One- or two-character CJK words: too short for trigrams, looked for among the newest SHORT_CJK_SCAN events
+        # with CJK text (the events_cjk_seq index), so a Korean prompt costs the same on a store of any size.
+        floor = self._short_cjk_floor() if short_cjk else 0
+        for chunk in short_cjk:
             rows = self.db.execute(
                 f"SELECT e.seq FROM events e {where + (' AND ' if where else 'WHERE ')} e.has_cjk = 1"
-                " AND e.content LIKE ? ORDER BY e.seq DESC LIMIT ?",
-                [*args, f"%{chunk}%", limit],
+                " AND e.seq >= ? AND e.content LIKE ? ORDER BY e.seq DESC LIMIT ?",
+                [*args, floor, f"%{chunk}%", limit],
             ).fetchall()
             for (seq,) in rows:
                 scored[seq] = max(scored.get(seq, 0.0), 0.5)
         best = sorted(scored.items(), key=lambda kv: (-kv[1], -kv[0]))[:limit]
         events = self.by_seqs([seq for seq, _ in best])
         return [(events[seq], score) for seq, score in best if seq in events]
+
+    def _short_cjk_floor(self) -> int:
+        """The lowest seq among the newest ``SHORT_CJK_SCAN`` events with CJK text (0 when there are fewer)."""
+        row = self.db.execute(
+            "SELECT seq FROM events WHERE has_cjk = 1 ORDER BY seq DESC LIMIT 1 OFFSET ?", (SHORT_CJK_SCAN - 1,)
+        ).fetchone()
+        return int(row[0]) if row else 0
 
     def _word_match(self, words: list[str]) -> tuple[str, bool]:
         """(the MATCH expression for quoted word terms, whether it is within a postings budget).

@@ -53,3 +53,11 @@ def outbox_metrics(file: str | os.PathLike[str], timeout: float = 5.0) -> dict[s
 
     with closing(_read_only(file, timeout)) as conn:
         return metrics(conn)
+
+
+def vocabulary(file: str | os.PathLike[str], timeout: float = 5.0) -> list[tuple[str, int]]:
+    """Every word of three or more Latin letters in the word index, with its document count (one walk of the
+    index; ``retrieval.loanwords`` builds its lexicon from it, on a thread of its own)."""
+    with closing(_read_only(file, timeout)) as conn:
+        rows = conn.execute("SELECT term, doc FROM events_vocab WHERE term GLOB '[a-z][a-z][a-z]*'")
+        return [(str(term), int(doc)) for term, doc in rows]
