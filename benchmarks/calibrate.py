@@ -1,6 +1,7 @@
 """Fit the retrieval score's logistic weights on the DEV split of the retrieval benchmarks.
 
     python benchmarks/calibrate.py --lme PATH --cache DIR [--lme-stride 4] [--replay]
+                                   [--conversation --conversation-cache DIR]
 
 For every dev query, every candidate memlane's retriever considers becomes one row of features
 (text evidence, cosine, stand-out over the neighbours' median) with label 1 when it is an
@@ -95,6 +96,36 @@ def replay_cases(hybrid: bool, cache: Path) -> Iterator[tuple[Any, str, Any, set
             yield retriever, q["query"], datetime.fromisoformat(q["now"]), positives
 
 
+def conversation_cases(hybrid: bool, cache: Path | None) -> Iterator[tuple[Any, str, Any, set[str]]]:
+    """(retriever, question, asked-at, ids of evidence turns) for the conversation corpus's dev questions with
+    an answer (``benchmarks/conversation/``: one store per dialogue)."""
+    from datetime import datetime
+
+    import conversation as conv
+
+    from memlane import config
+    from memlane.capture.inject import retrieval_query
+
+    cfg = config.load()
+    for dialogue in conv.conversations("dev"):
+        workdir = Path(tempfile.mkdtemp(prefix=f"cal-{dialogue.id}-"))
+        try:
+            memory, event_of = conv.build(dialogue, workdir, cfg, hybrid, cache)
+            now = datetime.fromisoformat(dialogue.asked_at.replace("Z", "+00:00"))
+            engine = conv._hook_engine(cfg, hybrid, {"now": now})
+            retriever = engine.retriever(memory) if hybrid else None
+            if retriever is None:
+                from memlane.retrieval.hybrid import Retriever
+
+                retriever = Retriever(memory.store, cfg)
+            for q in dialogue.questions:
+                if q["answerable"]:
+                    yield retriever, retrieval_query(q["text"], cfg), now, {event_of[t] for t in q["evidence"]}
+            memory.close()
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
 def rows(retriever: Any, query: str, now: Any, positives: set[str], hybrid: bool) -> Rows:
     hits = retriever.search(query, limit=200, now=now)
     x, y = [], []
@@ -151,6 +182,8 @@ def main() -> None:
     ap.add_argument("--replay", action="store_true", help="also the coding replay's dev queries")
     ap.add_argument("--replay-cache", type=Path, default=Path(tempfile.gettempdir()) / "replay-cache")
     ap.add_argument("--cached-only", action="store_true", help="only LongMemEval questions already in --cache")
+    ap.add_argument("--conversation", action="store_true", help="also the conversation corpus's dev questions")
+    ap.add_argument("--conversation-cache", type=Path, help="its vectors (as injection.py --cache)")
     args = ap.parse_args()
     for hybrid in (True, False):
         xs: list[list[float]] = []
@@ -164,6 +197,11 @@ def main() -> None:
                 ys += y
         if args.replay:
             for retriever, query, now, positives in replay_cases(hybrid, args.replay_cache):
+                x, y = rows(retriever, query, now, positives, hybrid)
+                xs += x
+                ys += y
+        if args.conversation:
+            for retriever, query, now, positives in conversation_cases(hybrid, args.conversation_cache):
                 x, y = rows(retriever, query, now, positives, hybrid)
                 xs += x
                 ys += y
