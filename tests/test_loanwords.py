@@ -78,11 +78,11 @@ def test_lexicons_rebuild_when_the_store_grows(tmp_path: Path) -> None:
     store = Store(tmp_path / "m.db", "p")
     store.append([NewEvent("agent_response", "s", "The docker build works.", "1", {})])
     lexicons = Lexicons()
-    first = lexicons.get("p", store)
+    first = lexicons.get("p", store, wait=True)
     assert first is not None and first.english("도커") == ["docker"]
     assert lexicons.get("p", store) is first, "unchanged store: the same lexicon"
     store.append([NewEvent("agent_response", "s", f"Added a redis cache, step {i}.", str(i + 2), {}) for i in range(5)])
-    again = lexicons.get("p", store)
+    again = lexicons.get("p", store, wait=True)
     assert again is not first and again is not None and again.english("레디스") == ["redis"]
     store.close()
 
@@ -126,6 +126,7 @@ def test_a_korean_prompt_reaches_english_memories_through_its_loanwords(tmp_path
     assert not any("docker" in h.event.content for h in engine.search(mem, prompt, limit=3))
 
     engine = Engine(mem.config)
+    assert engine.lexicons.get(mem.project.id, mem.store, wait=True) is not None  # a search waits only 50 ms
     hits = engine.search(mem, prompt, limit=3)
     assert hits and "docker image" in hits[0].event.content
     # Found through a translation, not through what the prompt says: offered as an index line, never in full.
@@ -133,3 +134,29 @@ def test_a_korean_prompt_reaches_english_memories_through_its_loanwords(tmp_path
     chosen = engine.relevant(mem, prompt)
     assert any("docker image" in h.event.content for h in chosen.index) and not chosen.items
     mem.close()
+
+
+def test_a_search_does_not_wait_for_a_long_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A large store's lexicon takes seconds to build: the search goes on without it and the next one has it."""
+    import threading
+
+    release = threading.Event()
+    real = loanwords.of_store
+
+    def slow(store: object) -> Lexicon | None:
+        release.wait(30)
+        return real(store)
+
+    monkeypatch.setattr(loanwords, "of_store", slow)
+    store = Store(tmp_path / "m.db", "p")
+    store.append([NewEvent("agent_response", "s", "The docker build works.", "1", {})])
+    lexicons = Lexicons()
+    assert lexicons.get("p", store) is None, "still building: this search goes on without it"
+    assert lexicons.get("p", store) is None, "and a second build is not started meanwhile"
+    release.set()
+    for _ in range(600):
+        if (lex := lexicons.get("p", store)) is not None:
+            break
+        threading.Event().wait(0.05)
+    assert lex is not None and lex.english("도커") == ["docker"]
+    store.close()

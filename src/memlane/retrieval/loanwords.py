@@ -407,15 +407,17 @@ def of_store(store: object) -> Lexicon | None:
     return Lexicon(peek.vocabulary(file))
 
 
-BUILD_INLINE = 20_000  # events: a store this small is read in well under a second, so the search waits for it
+# How long a search waits for a lexicon being built: a small store's is ready by then (a few thousand words
+# take milliseconds), a large one's (50,000 words: ~2 s) is not, and that search goes on without it.
+BUILD_WAIT_S = 0.05
 STALE_GROWTH = 0.1  # a lexicon is rebuilt once its store has grown by this share (new words, new loanwords)
 
 
 class Lexicons:
-    """Each project's lexicon, for the process that searches (the daemon, the MCP server, a command): built the
-    first time a Korean query needs it and again when the store has grown by ``STALE_GROWTH``. A store of up to
-    ``BUILD_INLINE`` events is read at once; a larger one on a thread, so a search never waits for a long walk
-    (its first Korean prompts are searched without the lexicon, as before it existed)."""
+    """Each project's lexicon, for the process that searches (the daemon, the MCP server, a command): built on a
+    thread the first time a Korean query needs it and again when the store has grown by ``STALE_GROWTH``. The
+    search waits ``BUILD_WAIT_S`` for it: a small store's is ready by then; with a large one the first Korean
+    prompts are searched without it (as before it existed), never held up by the build."""
 
     def __init__(self) -> None:
         import threading
@@ -432,13 +434,17 @@ class Lexicons:
             if fresh or key in self._building:
                 return built[0] if built else None
             self._building.add(key)
-        if wait or size <= BUILD_INLINE:
+        if wait:
             self._build(key, store, size)
         else:
             import threading
 
-            threading.Thread(target=self._build, args=(key, store, size), name="memlane-lexicon", daemon=True).start()
-        return self._built[key][0] if key in self._built else None
+            worker = threading.Thread(target=self._build, args=(key, store, size), name="memlane-lexicon", daemon=True)
+            worker.start()
+            worker.join(BUILD_WAIT_S)
+        with self._lock:
+            built = self._built.get(key)
+        return built[0] if built else None
 
     def _build(self, key: str, store: object, size: int) -> None:
         try:
