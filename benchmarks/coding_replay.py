@@ -358,7 +358,6 @@ def run(memory: Any, embedder: Any, queries: list[dict[str, Any]], real_clock: b
     engine = HookEngine(cfg, vectors=embedder is not None)
     if embedder is not None:
         engine._embedder = embedder  # the model already loaded for embedding
-        hybrid = engine.retriever(memory)
     if not real_clock:
         pin_clock()
     rows = []
@@ -373,6 +372,7 @@ def run(memory: Any, embedder: Any, queries: list[dict[str, Any]], real_clock: b
         }
         if embedder is not None:
             asked["vector"] = embedder.embed_query(prompt)
+            hybrid = engine.retriever(memory, prompt)  # as Memory.search: a Korean prompt gets the store's loanwords
             got["hybrid"] = [h.event for h in hybrid.search(prompt, limit=K, now=now, query_vector=asked["vector"])]
             hook_hits = engine.relevant(memory, prompt, []).hits  # both tiers (benchmarks/injection.py splits them)
             got["hook"] = [h.event for h in hook_hits]
