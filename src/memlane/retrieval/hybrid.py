@@ -18,7 +18,6 @@ from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from memlane.retrieval import cjk, resolved, scoring, select, when
-from memlane.retrieval.loanwords import has_hangul
 from memlane.store.backend import MemoryStore
 from memlane.store.db import STOPWORDS, Event, parse_query, query_stopwords
 from memlane.store.keys import cjk_count
@@ -38,7 +37,9 @@ def _executor() -> Any:
 
 _TOKEN = re.compile(r"[^\W_]+")
 EXCHANGE_DEPTH = 30  # candidates whose exchange is looked up
-_LATIN = re.compile(r"[A-Za-z][\w.]*")
+# Compiled on first use (``re`` caches them): the hooks' full-text fallback imports this module and never needs them.
+_LATIN = r"[A-Za-z][\w.]*"
+_HANGUL = "[\uac00-\ud7a3]"
 MAX_SHARE = 0.99
 MIN_BACKGROUND = 10  # neighbours needed to take their median as the query's background similarity
 UNRELATED_COSINE = 0.2  # all-MiniLM-L6-v2's typical similarity between unrelated texts (an embedder may say its own)
@@ -314,7 +315,7 @@ class Retriever:
             alternatives = frozenset(loans)
             words = f"{words} {' '.join(loans)}"
             if pending is None and self.embedder is not None:
-                pending = self._embed_async(" ".join([*_LATIN.findall(query), *loans]), None)
+                pending = self._embed_async(" ".join([*re.findall(_LATIN, query), *loans]), None)
         text_hits = self.store.fts(words, limit=rcfg.candidates, exclude_ids=exclude_ids, **filters)
         inside = None
         if span is not None:  # also the best matches from the time the query names, however few
@@ -396,7 +397,7 @@ class Retriever:
         for hit in hits:
             hit.sources["lift"] = rise = scoring.lift(hit.score, level)
             hit.confidence = "superseded" if "superseded" in hit.sources else scoring.tier(hit.score, rise, rcfg)
-            if loans and hit.confidence == "high" and not has_hangul(hit.event.content):
+            if loans and hit.confidence == "high" and not re.search(_HANGUL, hit.event.content):
                 # Found through the English of a loanword, not through what the prompt says: an index line.
                 hit.confidence = "suggested"
             if hit.confidence != "superseded" and "rank_lift" in hit.sources:
@@ -457,7 +458,7 @@ class Retriever:
 
     def _loanwords(self, query: str) -> list[str]:
         """The store's English words that the query's Korean loanwords stand for (``loanwords``)."""
-        if self.lexicon is None or not has_hangul(query):
+        if self.lexicon is None or not re.search(_HANGUL, query):  # the hooks' fallback never has one
             return []
         return list(self.lexicon.expand(query))
 
