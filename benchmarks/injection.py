@@ -115,7 +115,7 @@ def lexicon(store: Any) -> Any:
 def replay_rows(split: str, cache: Path | None) -> Iterator[dict[str, Any]]:
     import coding_replay as cr
 
-    from memlane.retrieval.engine import fitted_config
+    from memlane.retrieval.engine import fitted_config, shaped_config, store_is_dialogue
     from memlane.retrieval.hybrid import Retriever
 
     queries = cr.load_queries(cr.HERE / "queries.jsonl", split)
@@ -130,7 +130,7 @@ def replay_rows(split: str, cache: Path | None) -> Iterator[dict[str, Any]]:
         else:
             shutil.rmtree(workdir, ignore_errors=True)
             memory, embedder, _ = cr.build(cr.HERE / "transcripts", workdir, False, True)
-        cfg = fitted_config(memory.config, embedder)
+        cfg = shaped_config(fitted_config(memory.config, embedder), store_is_dialogue(memory.store))
         from memlane.vectors import VectorIndex
 
         index = VectorIndex(memory.project.id, embedder.version, embedder.dim, cfg.vectors)
@@ -158,7 +158,7 @@ def lme_rows(split: str, path: Path, stride: int, cache: Path | None) -> Iterato
 
     from memlane import config
     from memlane.embed import get_embedder
-    from memlane.retrieval.engine import fitted_config
+    from memlane.retrieval.engine import fitted_config, shaped_config, store_is_dialogue
     from memlane.retrieval.hybrid import Retriever
 
     questions = [q for q in lme.load(path) if lme.split_of(q["question_id"]) == split][:: max(1, stride)]
@@ -167,7 +167,7 @@ def lme_rows(split: str, path: Path, stride: int, cache: Path | None) -> Iterato
         workdir = Path(tempfile.mkdtemp(prefix="injection-lme-"))
         try:
             store, index, turns = lme.build(q, workdir, embedder, cache)
-            cfg = fitted_config(config.load(), embedder)
+            cfg = shaped_config(fitted_config(config.load(), embedder), store_is_dialogue(store))
             asked = datetime.fromisoformat(lme.iso(q["question_date"]).replace("Z", "+00:00"))
             if TEXT_ONLY:
                 index, cfg = None, config.load()

@@ -241,6 +241,11 @@ class RetrievalConfig(Section):
     suggest_lift: float = _f(
         1.0, "A memory is offered as an index line ('suggested') when it stands this far above the background."
     )
+    dialogue_suggest_lift: float = _f(
+        0.5,
+        "suggest_lift in a store of dialogue (no tool calls among its latest events: a chat, a conversation), "
+        "where the turn that answers stands out less than a memory of code does.",
+    )
     inject_relative: float = _f(
         0.5, "A further memory is injected in full only if its score is at least this share of the best one's."
     )

@@ -68,6 +68,47 @@ def fitted_config(cfg: config.Config, embedder: Any) -> config.Config:
     return out
 
 
+SHAPE_EVENTS = 2_000  # the latest events whose types say what kind of store it is
+DIALOGUE_TOOL_SHARE = 0.02  # a store whose latest events are almost all prompts and answers is a dialogue
+DIALOGUE_MIN_EVENTS = 50  # ...once it has this many: a new coding project starts with a few chats
+
+
+def is_dialogue(types: dict[str, int]) -> bool:
+    """Whether a store's latest events (type → count) are a dialogue: prompts and answers, (almost) no tool calls."""
+    total = sum(types.values())
+    return total >= DIALOGUE_MIN_EVENTS and types.get("tool_observation", 0) < DIALOGUE_TOOL_SHARE * total
+
+
+def store_is_dialogue(store: Any) -> bool:
+    """Whether ``store``'s latest events are a dialogue (False when its shape cannot be read)."""
+    try:
+        return is_dialogue(store.recent_type_counts(SHAPE_EVENTS))
+    except Exception as exc:  # noqa: BLE001 - without its shape a store gets the default line
+        log("retrieval", "warning", f"store shape unknown: {exc!r}")
+        return False
+
+
+def shaped_config(cfg: config.Config, dialogue: bool) -> config.Config:
+    """``cfg`` with the index tier's line for the store's shape: ``retrieval.dialogue_suggest_lift`` in a store of
+    dialogue, unless the user set ``suggest_lift`` themselves.
+
+    In a store of code memories the answer stands well out of its background (identifiers, error text); in a
+    long conversation every turn is about the same few people and plans and the turn that answers stands out
+    less, so at the same line the right memory stayed under it (conversations dev: reachable 0.37 at 1.0, 0.43
+    at 0.5; LongMemEval-S dev 0.78 → 0.81), while the coding replay's no-match prompts needed 1.0 to stay
+    near-silent.
+    """
+    rcfg = cfg.retrieval
+    if not dialogue or rcfg.suggest_lift != config.RetrievalConfig().suggest_lift:
+        return cfg
+    import copy
+
+    out = copy.copy(cfg)
+    out.retrieval = copy.copy(rcfg)
+    out.retrieval.suggest_lift = rcfg.dialogue_suggest_lift
+    return out
+
+
 class Engine:
     def __init__(
         self,
@@ -93,6 +134,7 @@ class Engine:
         from memlane.retrieval.loanwords import Lexicons
 
         self.lexicons = Lexicons()  # each project's English words for Korean loanwords, built off the search path
+        self._shapes: dict[str, tuple[bool, int]] = {}  # project → (a store of dialogue, its size when read)
 
     @property
     def embedder(self) -> Any:
@@ -187,7 +229,20 @@ class Engine:
         index = self.index_for(memory) if self.vectors else None
         embedder = self.embedder if index is not None else None
         lexicon = self.lexicons.get(memory.project.id, memory.store) if has_hangul(query) else None
-        return Retriever(memory.store, fitted_config(memory.config, embedder), embedder, index, lexicon)
+        cfg = self.shaped(memory, fitted_config(memory.config, embedder))
+        return Retriever(memory.store, cfg, embedder, index, lexicon)
+
+    def shaped(self, memory: Memory, cfg: config.Config) -> config.Config:
+        """``shaped_config`` for the project's store, its shape read again once it has grown by a tenth (or 200
+        events): a few thousand rows, not on every prompt."""
+        size = memory.store.size_estimate()
+        with self._lock:
+            known = self._shapes.get(memory.project.id)
+        if known is None or size > max(known[1] * 1.1, known[1] + 200):
+            known = (store_is_dialogue(memory.store), size)
+            with self._lock:
+                self._shapes[memory.project.id] = known
+        return shaped_config(cfg, known[0])
 
     def search(self, memory: Memory, query: str, **filters: Any) -> list[Hit]:
         query_vector = filters.pop("query_vector", None)  # in-process only: never sent to a daemon
@@ -307,7 +362,8 @@ class Engine:
             current_first=False,
         )
         hits = by_support(hits, candidates_kept(cfg))
-        cfg = fitted_config(cfg, self.embedder)  # the tiers' similarity thresholds, as the search's weights
+        # The tiers' similarity thresholds, as the search's weights, and the index line for the store's shape.
+        cfg = self.shaped(memory, fitted_config(cfg, self.embedder))
         if cfg.retrieval.cross_project:
             hits.extend(self._other_projects(memory, prompt, cfg.injection.max_results))
             hits.sort(key=lambda h: -h.score)

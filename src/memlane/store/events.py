@@ -177,6 +177,13 @@ class EventStore(StoreConnection):
     def count(self) -> int:
         return int(self.db.execute("SELECT COUNT(*) FROM events").fetchone()[0])
 
+    def recent_type_counts(self, limit: int) -> dict[str, int]:
+        """How many of the latest ``limit`` events are of each type (the store's shape, ``engine.shaped_config``)."""
+        rows = self.db.execute(
+            "SELECT type, COUNT(*) FROM (SELECT type FROM events ORDER BY seq DESC LIMIT ?) GROUP BY type", (limit,)
+        )
+        return {str(t): int(n) for t, n in rows}
+
     def ids_by_dedupe_keys(self, dedupe_keys: Sequence[str]) -> list[str]:
         """The stored ids of events with these dedupe keys, in the keys' order (absent ones left out)."""
         return [

@@ -363,6 +363,14 @@ class PgStore:
     def count(self) -> int:
         return self._stats_row()[0]
 
+    def recent_type_counts(self, limit: int) -> dict[str, int]:
+        rows = self.db.execute(
+            "SELECT type, COUNT(*) FROM (SELECT type FROM memlane.events WHERE project_id = %s"
+            " ORDER BY seq DESC LIMIT %s) AS latest GROUP BY type",
+            (self.project_id, limit),
+        ).fetchall()
+        return {str(t): int(n) for t, n in rows}
+
     def _events(self, where: str, args: Sequence[Any], tail: str = "") -> list[Event]:
         rows = self.db.execute(
             f"SELECT {_COLUMNS} FROM memlane.events e WHERE e.project_id = %s AND {where} {tail}",
