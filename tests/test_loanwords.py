@@ -51,6 +51,13 @@ def test_an_ambiguous_two_consonant_word_adds_nothing() -> None:
     # 다크 (dark) fits tag and take when the store never says "dark": neither is added.
     assert Lexicon([("tag", 4), ("take", 9)]).english("다크") == []
     assert Lexicon([("dark", 2)]).english("다크") == ["dark"]
+    # ...unless one of the fits spells the vowel the usual way: 헤드 is head (ㅔ = e), not had.
+    assert Lexicon([("had", 40), ("head", 3)]).english("헤드") == ["head"]
+
+
+def test_ng_before_a_vowel_may_be_n_and_g() -> None:
+    assert Lexicon([("hangul", 2)]).english("한글") == ["hangul"]
+    assert Lexicon([("string", 2)]).english("스트링") == ["string"]
 
 
 def test_expand_strips_particles_and_verb_endings_and_keeps_order() -> None:

@@ -168,8 +168,8 @@ def english_keys(word: str) -> set[str]:
         elif ch == "q" and nxt == "u":
             add("K")
             i += 1  # the u is the vowel (큐, 쿼리)
-        elif ch == "n" and nxt == "g":  # string 스트링, single 싱글
-            add("G", "GK")
+        elif ch == "n" and nxt == "g":  # string 스트링, single 싱글; before a vowel also n + g: hangul 한글
+            add("G", "GK", "NK") if rest[1:2] and rest[1] in _VOWELS else add("G", "GK")
             i += 2
         elif ch == "x":
             add("KS")
@@ -278,9 +278,11 @@ class Lexicon:
             dict.fromkeys(t for _, t in entries if vowel_fits(vowel, first_vowel(t)) and english_ends(t) == ends)
         )
         # Two consonants say little (다크 fits tag and take when the store never says dark): such a word counts
-        # only when one English word fits it; a longer one gives its most frequent fit.
+        # only when one English word fits it, or one spells the vowel the usual way (헤드: head, not had); a
+        # longer one gives its most frequent fit.
         if len(out) > 1 and all(len(key.replace(".", "")) <= 2 for key in keys):
-            return []
+            usual = [t for t in out if vowel >= 0 and first_vowel(t) == _SPELLED[vowel][:1]]
+            return usual if len(usual) == 1 else []
         return out[:1]
 
     def expand(self, query: str) -> list[str]:
