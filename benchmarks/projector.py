@@ -101,6 +101,17 @@ def pct(values: list[float], q: float) -> float:
     return values[min(len(values) - 1, int(q * len(values)))]
 
 
+def bench_store(tmp: Path, events: int) -> tuple[Any, int, int]:
+    """(a store of ``events`` events made of copies of the coding replay, its event count, the copies), with
+    MEMLANE_HOME inside ``tmp``: both benchmarks start from it."""
+    os.environ["MEMLANE_HOME"] = str(tmp / "home")
+    from memlane.store.db import Store
+
+    copies = build(tmp / "bench.db", replay_events(tmp / "replay"), events)
+    store = Store(tmp / "bench.db", "bench")
+    return store, store.count(), copies
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--events", type=int, default=100_000)
@@ -113,16 +124,10 @@ def main() -> None:
         learning_main(args)
         return
     with tempfile.TemporaryDirectory(prefix="projector-bench-") as tmp:
-        os.environ["MEMLANE_HOME"] = str(Path(tmp) / "home")
         from memlane import derived
         from memlane.knowledge import projection
-        from memlane.store.db import Store
 
-        source = replay_events(Path(tmp) / "replay")
-        path = Path(tmp) / "bench.db"
-        copies = build(path, source, args.events)
-        store = Store(path, "bench")
-        n = store.count()
+        store, n, copies = bench_store(Path(tmp), args.events)
 
         t0, c0 = time.perf_counter(), time.process_time()
         derived.rebuild(store, ["knowledge"])
@@ -186,16 +191,10 @@ def learning_main(args: argparse.Namespace) -> None:
     import json
 
     with tempfile.TemporaryDirectory(prefix="projector-bench-") as tmp:
-        os.environ["MEMLANE_HOME"] = str(Path(tmp) / "home")
         from memlane import derived
         from memlane.knowledge import projection
-        from memlane.store.db import Store
 
-        source = replay_events(Path(tmp) / "replay")
-        path = Path(tmp) / "bench.db"
-        copies = build(path, source, args.events)
-        store = Store(path, "bench")
-        n = store.count()
+        store, n, copies = bench_store(Path(tmp), args.events)
         derived.rebuild(store, ["knowledge"])  # levels read the replacements: untimed
 
         t0, c0 = time.perf_counter(), time.process_time()

@@ -27,13 +27,21 @@ PARTICLES = (
 )  # fmt: skip
 
 
-def content_word(run: str) -> str:
-    """A run of CJK letters without its trailing particle; "" for a run that is only a particle (the 에서
-    of ``CI에서``)."""
+_HANGUL = "[\uac00-\ud7a3]"  # compiled on first use, like _RUN
+
+
+def has_hangul(text: str) -> bool:
+    """Whether ``text`` holds a Hangul syllable (a Korean prompt or memory)."""
+    return re.search(_HANGUL, text) is not None
+
+
+def content_word(run: str, min_left: int = 2) -> str:
+    """A run of CJK letters without its trailing particle, when ``min_left`` letters or more remain; "" for a run
+    that is only a particle (the 에서 of ``CI에서``)."""
     if run in PARTICLES:
         return ""
     for particle in PARTICLES:
-        if run.endswith(particle) and len(run) - len(particle) >= 2:
+        if run.endswith(particle) and len(run) - len(particle) >= min_left:
             return run[: -len(particle)]
     return run
 

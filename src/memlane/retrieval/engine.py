@@ -18,8 +18,8 @@ from typing import Any
 
 from memlane import config
 from memlane.logs import log
+from memlane.retrieval.cjk import has_hangul
 from memlane.retrieval.hybrid import Hit, Retriever
-from memlane.retrieval.loanwords import has_hangul
 from memlane.retrieval.select import Injection, by_support, choose
 
 TYPE_CHECKING = False
@@ -56,7 +56,11 @@ def fitted_config(cfg: config.Config, embedder: Any) -> config.Config:
     if not fitted:
         return cfg
     shipped = config.RetrievalConfig()
-    changes = {k: v for k, v in fitted.items() if getattr(cfg.retrieval, k) == getattr(shipped, k)}
+    return _with_retrieval(cfg, {k: v for k, v in fitted.items() if getattr(cfg.retrieval, k) == getattr(shipped, k)})
+
+
+def _with_retrieval(cfg: config.Config, changes: dict[str, Any]) -> config.Config:
+    """``cfg`` with these retrieval values (a copy; ``cfg`` itself when there are none)."""
     if not changes:
         return cfg
     import copy
@@ -95,18 +99,13 @@ def shaped_config(cfg: config.Config, dialogue: bool) -> config.Config:
     In a store of code memories the answer stands well out of its background (identifiers, error text); in a
     long conversation every turn is about the same few people and plans and the turn that answers stands out
     less, so at the same line the right memory stayed under it (conversations dev: reachable 0.37 at 1.0, 0.43
-    at 0.5; LongMemEval-S dev 0.78 → 0.81), while the coding replay's no-match prompts needed 1.0 to stay
+    at 0.5; LongMemEval-S dev 0.78 → 0.83), while the coding replay's no-match prompts needed 1.0 to stay
     near-silent.
     """
     rcfg = cfg.retrieval
     if not dialogue or rcfg.suggest_lift != config.RetrievalConfig().suggest_lift:
         return cfg
-    import copy
-
-    out = copy.copy(cfg)
-    out.retrieval = copy.copy(rcfg)
-    out.retrieval.suggest_lift = rcfg.dialogue_suggest_lift
-    return out
+    return _with_retrieval(cfg, {"suggest_lift": rcfg.dialogue_suggest_lift})
 
 
 class Engine:

@@ -41,9 +41,8 @@ def _executor() -> Any:
 
 _TOKEN = re.compile(r"[^\W_]+")
 EXCHANGE_DEPTH = 30  # candidates whose exchange is looked up
-# Compiled on first use (``re`` caches them): the hooks' full-text fallback imports this module and never needs them.
+# Compiled on first use (``re`` caches it): the hooks' full-text fallback imports this module and never needs it.
 _LATIN = r"[A-Za-z][\w.]*"
-_HANGUL = "[\uac00-\ud7a3]"
 MAX_SHARE = 0.99
 MIN_BACKGROUND = 10  # neighbours needed to take their median as the query's background similarity
 UNRELATED_COSINE = 0.2  # all-MiniLM-L6-v2's typical similarity between unrelated texts (an embedder may say its own)
@@ -406,7 +405,7 @@ class Retriever:
         for hit in hits:
             hit.sources["lift"] = rise = scoring.lift(hit.score, level)
             hit.confidence = "superseded" if "superseded" in hit.sources else scoring.tier(hit.score, rise, rcfg)
-            if loans and hit.confidence == "high" and not re.search(_HANGUL, hit.event.content):
+            if loans and hit.confidence == "high" and not cjk.has_hangul(hit.event.content):
                 # Found through the English of a loanword, not through what the prompt says: an index line.
                 hit.confidence = "suggested"
             if hit.confidence != "superseded" and "rank_lift" in hit.sources:
@@ -467,7 +466,7 @@ class Retriever:
 
     def _loanwords(self, query: str) -> list[str]:
         """The store's English words that the query's Korean loanwords stand for (``loanwords``)."""
-        if self.lexicon is None or not re.search(_HANGUL, query):  # the hooks' fallback never has one
+        if self.lexicon is None or not cjk.has_hangul(query):  # the hooks' fallback never has one
             return []
         return list(self.lexicon.expand(query))
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from memlane.retrieval.cjk import content_word
+
 # ---- Hangul ---------------------------------------------------------------------------------------------
 
 _S_BASE, _S_LAST = 0xAC00, 0xD7A3
@@ -241,10 +243,6 @@ _ASCII_WORD = re.compile(r"[a-z]{3,}")
 _HANGUL_RUN = re.compile(r"[\uac00-\ud7a3]+")
 
 
-def has_hangul(text: str) -> bool:
-    return bool(_HANGUL_RUN.search(text))
-
-
 MIN_KEY = 3  # characters of a key, dots included: two consonants at least ("T.K", docker)
 
 
@@ -289,21 +287,11 @@ class Lexicon:
         """English words for the Korean loanwords of ``query``, in the query's order, each once."""
         out: dict[str, None] = {}
         for run in _HANGUL_RUN.findall(query):
-            bare = _without_particle(run)
+            bare = content_word(run, min_left=1)  # 큐는 → 큐, too short to look up
             for word in dict.fromkeys((bare, stem(bare))):
                 for term in self.english(word):
                     out[term] = None
         return list(out)
-
-
-def _without_particle(run: str) -> str:
-    """``run`` without a trailing particle, even when one syllable is left (큐는 → 큐, too short to look up)."""
-    from memlane.retrieval.cjk import PARTICLES
-
-    for particle in PARTICLES:
-        if run.endswith(particle) and len(run) > len(particle):
-            return run[: -len(particle)]
-    return run
 
 
 # A loanword is often a verb with 하다 or 되다 (캐시해, 배포했어, 머지된): the stem is the loanword.
