@@ -77,3 +77,24 @@ def test_the_engine_reads_the_shape_again_only_as_the_store_grows(
     mem.store.append([NewEvent("tool_observation", "s9", f"Edit: app.py {i}", f"e{i}", {}) for i in range(300)])
     assert engine.retriever(mem).cfg.retrieval.suggest_lift == 1.0 and len(reads) == 2
     mem.close()
+
+
+def test_a_turn_s_reply_is_the_next_turn_of_the_other_party(tmp_path: Path) -> None:
+    store = Store(tmp_path / "r.db", "p")
+    ids = store.append(
+        [
+            NewEvent("user_prompt", "s", "when is the surgery now?", "0", {}),
+            NewEvent("tool_observation", "s", "Read: calendar.md", "1", {}),
+            NewEvent("agent_response", "s", "June 6, after two months on the new pills.", "2", {}),
+            NewEvent("agent_response", "s", "Anything else?", "3", {}),
+            NewEvent("agent_response", "s", "I can also move the follow-up.", "4", {}),
+            NewEvent("user_prompt", "t", "and the knee?", "0", {}),
+        ]
+    ).inserted
+    ask, _, answer, again, _, last = (store.get(i) for i in ids)
+    replies = store.replies([ask, answer, again, last])
+    assert replies[ask.id].id == answer.id, "tool calls between a prompt and its answer are not turns"
+    assert answer.id not in replies and again.id not in replies, "the same party went on: no reply"
+    assert last.id not in replies, "nothing after it in its session"
+    assert store.replies([]) == {}
+    store.close()

@@ -258,3 +258,42 @@ def test_a_retired_setting_in_the_file_still_loads_and_config_set_names_its_repl
     assert result.exit_code != 0 and "suggest_lift" in result.output
     assert CliRunner().invoke(cli, ["config", "unset", "retrieval.inject_threshold"]).exit_code == 0
     assert "inject_threshold" not in (memlane_home / "config.toml").read_text()
+
+
+def test_a_short_question_s_line_shows_its_reply(proj: Path) -> None:
+    """In a dialogue the question matches and the answer is the next turn; a question that fits its line says
+    nothing its reply does not. A longer turn ending with a question keeps its line (it says things). Only
+    with vectors: the similarity rule that keeps stale lines out needs them."""
+    from memlane.embed import get_embedder
+    from memlane.retrieval.engine import Engine
+    from memlane.vectors import process_outbox
+
+    mem = Memory.open(proj)
+    cfg = config.load()
+    ask = _event(mem, "agent_response", "So when is the surgery now?", pos="0")
+    reply = _event(mem, "user_prompt", "June 6. She wants me on the new pills for two months first.", pos="1")
+    long_ask = _event(mem, "user_prompt", "I bought cedar strips and epoxy for the canoe, and the garage is "
+                      "finally clear. Which varnish holds up on the water?", "s2", pos="0")  # fmt: skip
+    _event(mem, "agent_response", "Spar varnish, three coats.", "s2", pos="1")
+    lonely = _event(mem, "user_prompt", "And the knee?", "s3", pos="0")
+    process_outbox(mem, get_embedder(mem.config.embedding))
+    index = Engine(cfg).index(mem.project.id)
+    assert index is not None
+    hits = [Hit(e, 0.3, {"lift": 1.2}, "suggested") for e in (ask, long_ask, lonely)]
+    chosen = choose(hits, index, cfg, mem.store)
+    assert [h.event.id for h in chosen.index] == [reply.id, long_ask.id, lonely.id]
+    assert chosen.index[0].score == 0.3 and chosen.index[0].confidence == "suggested"  # the question's match
+    reasons = {h.event.id: why for h, why in chosen.left_out}
+    assert reasons == {ask.id: "a short question: its reply is shown instead"}
+    text = inject.hits_context(chosen, cfg)
+    assert reply.cite in text and ask.cite not in text and "June 6." in text
+    # Its reply already a line of its own: the question's line is left out, not shown twice.
+    both = choose([Hit(reply, 0.35, {}, "suggested"), hits[0]], index, cfg, mem.store)
+    assert [h.event.id for h in both.index] == [reply.id]
+    assert dict((h.event.id, why) for h, why in both.left_out)[ask.id].startswith("a short question")
+    # In the full tier the reply leads the question's item.
+    item = choose([Hit(ask, 0.9, {}, "high")], index, cfg, mem.store).items[0]
+    assert [h.event.id for h in item.hits] == [reply.id, ask.id] and item.lead.score == 0.9
+    # Without vectors (the hooks' full-text fallback) the question keeps its line.
+    assert [h.event.id for h in choose(hits, None, cfg, mem.store).index] == [ask.id, long_ask.id, lonely.id]
+    mem.close()

@@ -323,6 +323,20 @@ class EventStore(StoreConnection):
                 out[event.id] = event_from_row(row)
         return out
 
+    def replies(self, events: Sequence[Event]) -> dict[str, Event]:
+        """For each prompt or answer, the turn that replied to it: the next prompt or answer of its session,
+        when the other party said it (a prompt's answer, an answer's next prompt), keyed by the event's id."""
+        out: dict[str, Event] = {}
+        for event in events:
+            row = self.db.execute(
+                f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ? AND seq > ? "
+                "AND +type IN ('user_prompt', 'agent_response') ORDER BY seq LIMIT 1",
+                (event.session_id, event.seq),
+            ).fetchone()
+            if row is not None and (reply := event_from_row(row)).type != event.type:
+                out[event.id] = reply
+        return out
+
     def neighbours(self, event: Event, before: int = 3, after: int = 3) -> list[Event]:
         """Events of the same session around ``event``, in time order (then insertion), including it."""
         prev = self.db.execute(

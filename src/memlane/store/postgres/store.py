@@ -493,6 +493,25 @@ class PgStore:
         ).fetchall()
         return {r[0]: event_from_row(r[1:]) for r in rows}
 
+    def replies(self, events: Sequence[Event]) -> dict[str, Event]:
+        """One round trip for all of them, as ``exchange_prompts``."""
+        if not events:
+            return {}
+        rows = self.db.execute(
+            f"SELECT x.id, x.type, {_COLUMNS} FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::text[])"
+            " AS x(id, session_id, seq, type) CROSS JOIN LATERAL (SELECT * FROM memlane.events e"
+            " WHERE e.project_id = %s AND e.session_id = x.session_id AND e.seq > x.seq"
+            " AND e.type IN ('user_prompt', 'agent_response') ORDER BY e.seq LIMIT 1) e",
+            (
+                [e.id for e in events],
+                [e.session_id for e in events],
+                [e.seq for e in events],
+                [e.type for e in events],
+                self.project_id,
+            ),
+        ).fetchall()
+        return {r[0]: reply for r in rows if (reply := event_from_row(r[2:])).type != r[1]}
+
     def neighbours(self, event: Event, before: int = 3, after: int = 3) -> list[Event]:
         prev = self._events(
             "e.session_id = %s AND (e.ts < %s OR (e.ts = %s AND e.seq < %s))",
