@@ -79,22 +79,27 @@ def test_the_engine_reads_the_shape_again_only_as_the_store_grows(
     mem.close()
 
 
-def test_a_turn_s_reply_is_the_next_turn_of_the_other_party(tmp_path: Path) -> None:
+def test_a_turn_s_reply_is_what_the_other_party_said_next(tmp_path: Path) -> None:
     store = Store(tmp_path / "r.db", "p")
     ids = store.append(
         [
             NewEvent("user_prompt", "s", "when is the surgery now?", "0", {}),
-            NewEvent("tool_observation", "s", "Read: calendar.md", "1", {}),
-            NewEvent("agent_response", "s", "June 6, after two months on the new pills.", "2", {}),
-            NewEvent("agent_response", "s", "Anything else?", "3", {}),
-            NewEvent("agent_response", "s", "I can also move the follow-up.", "4", {}),
+            NewEvent("agent_response", "s", "Looking at the calendar.", "1", {}),
+            NewEvent("tool_observation", "s", "Read: calendar.md", "2", {}),
+            NewEvent("agent_response", "s", "June 6, after two months on the new pills.", "3", {}),
+            NewEvent("user_prompt", "u", "the follow-up?", "0", {}),
+            NewEvent("agent_response", "u", "It is on June 10. Want me to move it to the week after?", "1", {}),
+            NewEvent("user_prompt", "u", "yes, to the week after", "2", {}),
+            NewEvent("agent_response", "u", "Moved it to June 13.", "3", {}),
             NewEvent("user_prompt", "t", "and the knee?", "0", {}),
         ]
     ).inserted
-    ask, _, answer, again, _, last = (store.get(i) for i in ids)
-    replies = store.replies([ask, answer, again, last])
-    assert replies[ask.id].id == answer.id, "tool calls between a prompt and its answer are not turns"
-    assert answer.id not in replies and again.id not in replies, "the same party went on: no reply"
+    ask, early, _, answer, _, offer, yes, _, last = (store.get(i) for i in ids)
+    replies = store.replies([ask, early, answer, offer, yes, last])
+    assert replies[ask.id].id == answer.id, "a prompt's reply is its exchange's last answer, not what came on the way"
+    assert early.id not in replies and answer.id not in replies, "the same party went on, or nothing came after"
+    assert replies[offer.id].id == yes.id, "the user answering the agent's question"
+    assert replies[yes.id].content == "Moved it to June 13."
     assert last.id not in replies, "nothing after it in its session"
     assert store.replies([]) == {}
     store.close()

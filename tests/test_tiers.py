@@ -276,12 +276,14 @@ def test_a_short_question_s_line_shows_its_reply(proj: Path) -> None:
                       "finally clear. Which varnish holds up on the water?", "s2", pos="0")  # fmt: skip
     _event(mem, "agent_response", "Spar varnish, three coats.", "s2", pos="1")
     lonely = _event(mem, "user_prompt", "And the knee?", "s3", pos="0")
+    offer = _event(mem, "agent_response", "Want me to add a test for the empty cart case too?", "s4", pos="0")
+    _event(mem, "user_prompt", "yes please", "s4", pos="1")  # an acknowledgement: the question says more
     process_outbox(mem, get_embedder(mem.config.embedding))
     index = Engine(cfg).index(mem.project.id)
     assert index is not None
-    hits = [Hit(e, 0.3, {"lift": 1.2}, "suggested") for e in (ask, long_ask, lonely)]
+    hits = [Hit(e, 0.3, {"lift": 1.2}, "suggested") for e in (ask, long_ask, lonely, offer)]
     chosen = choose(hits, index, cfg, mem.store)
-    assert [h.event.id for h in chosen.index] == [reply.id, long_ask.id, lonely.id]
+    assert [h.event.id for h in chosen.index] == [reply.id, long_ask.id, lonely.id, offer.id]
     assert chosen.index[0].score == 0.3 and chosen.index[0].confidence == "suggested"  # the question's match
     reasons = {h.event.id: why for h, why in chosen.left_out}
     assert reasons == {ask.id: "a short question: its reply is shown instead"}
@@ -295,5 +297,5 @@ def test_a_short_question_s_line_shows_its_reply(proj: Path) -> None:
     item = choose([Hit(ask, 0.9, {}, "high")], index, cfg, mem.store).items[0]
     assert [h.event.id for h in item.hits] == [reply.id, ask.id] and item.lead.score == 0.9
     # Without vectors (the hooks' full-text fallback) the question keeps its line.
-    assert [h.event.id for h in choose(hits, None, cfg, mem.store).index] == [ask.id, long_ask.id, lonely.id]
+    assert [h.event.id for h in choose(hits, None, cfg, mem.store).index] == [ask.id, long_ask.id, lonely.id, offer.id]
     mem.close()

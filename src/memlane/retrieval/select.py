@@ -301,7 +301,8 @@ def answered_lines(lines: list[Hit], full: list[Hit], replies: dict[str, Event],
 
 
 def question_replies(hits: list[Hit], store: Any, cfg: Config) -> dict[str, Event]:
-    """The replies of the short questions among ``hits`` that could be index lines, keyed by question id.
+    """The replies (``store.replies``) of the short questions among ``hits`` that could be index lines, keyed by
+    question id: a prompt's is its exchange's last answer, an answer's the prompt that answered it.
 
     In a dialogue the question is often what matches ("So when is the surgery now?") while the answer is the
     turn after it ("June 6. She wants me on the new pills first."), which shares no word with the prompt. A
@@ -319,10 +320,14 @@ def question_replies(hits: list[Hit], store: Any, cfg: Config) -> dict[str, Even
     if store is None or not asks:
         return {}
     try:
-        return dict(store.replies(asks))
+        replies = store.replies(asks)
     except Exception as exc:  # noqa: BLE001 - a failed read must not stop the injection
         log("retrieval", "warning", f"reply lookup skipped: {exc!r}")
         return {}
+    # "Want me to add a test for the empty cart?" is a better line than its reply "yes please": a reply
+    # shorter than half its question is an acknowledgement, not an answer (the conversations lose nothing).
+    asked = {e.id: len(" ".join(e.content.split())) for e in asks}
+    return {q: r for q, r in replies.items() if 2 * len(" ".join(r.content.split())) >= asked[q]}
 
 
 def gist(text: str, limit: int) -> str:

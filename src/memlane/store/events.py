@@ -324,15 +324,24 @@ class EventStore(StoreConnection):
         return out
 
     def replies(self, events: Sequence[Event]) -> dict[str, Event]:
-        """For each prompt or answer, the turn that replied to it: the next prompt or answer of its session,
-        when the other party said it (a prompt's answer, an answer's next prompt), keyed by the event's id."""
+        """For each prompt or answer, the turn that replied to it, keyed by the event's id: a prompt's is the last
+        answer of its exchange (before the session's next prompt; an agent often says something on the way),
+        an answer's is the next turn of its session when that is a prompt (the user answering it)."""
         out: dict[str, Event] = {}
         for event in events:
-            row = self.db.execute(
-                f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ? AND seq > ? "
-                "AND +type IN ('user_prompt', 'agent_response') ORDER BY seq LIMIT 1",
-                (event.session_id, event.seq),
-            ).fetchone()
+            if event.type == "user_prompt":
+                row = self.db.execute(
+                    f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ? AND seq > ? AND +type = 'agent_response'"
+                    " AND seq < COALESCE((SELECT MIN(seq) FROM events WHERE session_id = ? AND seq > ?"
+                    " AND +type = 'user_prompt'), 9223372036854775807) ORDER BY seq DESC LIMIT 1",
+                    (event.session_id, event.seq, event.session_id, event.seq),
+                ).fetchone()
+            else:
+                row = self.db.execute(
+                    f"SELECT {EVENT_COLUMNS} FROM events WHERE session_id = ? AND seq > ? "
+                    "AND +type IN ('user_prompt', 'agent_response') ORDER BY seq LIMIT 1",
+                    (event.session_id, event.seq),
+                ).fetchone()
             if row is not None and (reply := event_from_row(row)).type != event.type:
                 out[event.id] = reply
         return out

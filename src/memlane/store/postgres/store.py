@@ -494,19 +494,24 @@ class PgStore:
         return {r[0]: event_from_row(r[1:]) for r in rows}
 
     def replies(self, events: Sequence[Event]) -> dict[str, Event]:
-        """One round trip for all of them, as ``exchange_prompts``."""
+        """One round trip for all of them, as ``exchange_prompts`` (what a reply is: the SQLite store's docstring)."""
         if not events:
             return {}
         rows = self.db.execute(
             f"SELECT x.id, x.type, {_COLUMNS} FROM unnest(%s::text[], %s::text[], %s::bigint[], %s::text[])"
             " AS x(id, session_id, seq, type) CROSS JOIN LATERAL (SELECT * FROM memlane.events e"
-            " WHERE e.project_id = %s AND e.session_id = x.session_id AND e.seq > x.seq"
-            " AND e.type IN ('user_prompt', 'agent_response') ORDER BY e.seq LIMIT 1) e",
+            " WHERE e.project_id = %s AND e.session_id = x.session_id AND e.seq > x.seq AND CASE"
+            "  WHEN x.type = 'user_prompt' THEN e.type = 'agent_response' AND e.seq < COALESCE((SELECT MIN(n.seq)"
+            "   FROM memlane.events n WHERE n.project_id = %s AND n.session_id = x.session_id AND n.seq > x.seq"
+            "   AND n.type = 'user_prompt'), 9223372036854775807)"
+            "  ELSE e.type IN ('user_prompt', 'agent_response') END"
+            " ORDER BY CASE WHEN x.type = 'user_prompt' THEN -e.seq ELSE e.seq END LIMIT 1) e",
             (
                 [e.id for e in events],
                 [e.session_id for e in events],
                 [e.seq for e in events],
                 [e.type for e in events],
+                self.project_id,
                 self.project_id,
             ),
         ).fetchall()
