@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -13,6 +15,16 @@ from memlane.retrieval.hybrid import Retriever
 from memlane.store import NewEvent, Store
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Days, weeks and months start at the user's midnight: the figures below are for a machine on UTC."""
+    monkeypatch.setenv("TZ", "UTC")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
 
 
 def days_ago(span: tuple[datetime, datetime]) -> tuple[float, float]:
@@ -35,6 +47,21 @@ def days_ago(span: tuple[datetime, datetime]) -> tuple[float, float]:
         ("the release last Monday", (6.0, 8.0)),
         ("what broke this past weekend", (0.0, 3.0)),
         ("sum the last year of invoices", (0.0, 365.0)),  # "the last year of X": the past year, not the one before
+        ("what did we fix the day before yesterday", (1.5, 3.0)),
+        ("the other day we changed the pool", (1.0, 7.0)),
+        ("3 weeks back the build broke", (15.75, 26.25)),
+        # Korean: the phrase and its particle (어제는, 지난주에, 3일 전에)
+        ("어제 바꾼 설정", (0.5, 2.0)),
+        ("그저께 배포한 거", (1.5, 3.0)),
+        ("아까 고친 버그", (0.0, 1.0)),
+        ("지난주에 고친 버그", (3.5, 14.0)),
+        ("이번 주에 실패한 CI", (0.0, 7.0)),
+        ("지난달 마이그레이션", (15.0, 60.0)),
+        ("3일 전에 바꾼 거", (2.0, 4.0)),
+        ("2주 전 배포", (10.5, 17.5)),
+        ("며칠 전에 추가한 테스트", (2.0, 4.0)),
+        ("지난 3일 동안 바뀐 것", (0.0, 3.0)),
+        ("지난 토요일에 한 작업", (1.0, 3.0)),
     ],
 )
 def test_windows(query: str, expected: tuple[float, float]) -> None:
@@ -44,9 +71,47 @@ def test_windows(query: str, expected: tuple[float, float]) -> None:
 
 
 @pytest.mark.parametrize(
+    ("query", "start", "end"),
+    [
+        # the latest such month up to NOW (2026-11-23): this year's October, last year's December
+        ("What did we change in October to make CI faster?", "2026-09-30T12", "2026-11-01T12"),
+        ("in December we moved to RQ", "2025-11-30T12", "2026-01-01T12"),
+        ("the outage in October 2025", "2025-09-30T12", "2025-11-01T12"),
+        ("everything since September", "2026-08-31T12", "2026-11-23T12"),
+        ("the deploy on March 15", "2026-03-14T12", "2026-03-16T12"),
+        ("10월에 바꾼 CI 설정", "2026-09-30T12", "2026-11-01T12"),
+        ("3월 15일 배포", "2026-03-14T12", "2026-03-16T12"),
+    ],
+)
+def test_months_and_dates(query: str, start: str, end: str) -> None:
+    found = when.find(query, NOW)
+    assert found is not None
+    span = tuple(t.astimezone(UTC).strftime("%Y-%m-%dT%H") for t in found[0])
+    assert span == (start, end)
+
+
+def test_korean_phrases_leave_no_stray_particle_and_are_compiled_only_for_korean() -> None:
+    when._compiled.clear()
+    assert when.find("what did we change last week", NOW) is not None
+    assert not [name for name in when._compiled if name.startswith("ko_")]
+    found = when.find("지난주에 고친 버그", NOW)
+    assert found is not None and found[1] == "고친 버그"
+    found = when.find("어제는 뭐 했지?", NOW)
+    assert found is not None and found[1] == "뭐 했지?"
+
+
+@pytest.mark.parametrize(
     "query",
     [
         "why does the pool time out",
+        "we may need a retry",  # the verb, not the month
+        "in may",
+        "march through the list",
+        "the deploy in December 2027",  # after now: not a time asked about
+        "what broke on February 30",
+        "아까워",  # "what a waste", not 아까 "earlier"
+        "3일 전부 다 지워",  # 전부 "all", not 전 "before"
+        "오늘날 프레임워크",  # "nowadays"
         "a few retries fail",
         "days of the week enum",
         "a movie to watch tonight",

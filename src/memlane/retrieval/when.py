@@ -2,7 +2,8 @@
 
 A query that names a time points at events from then, whatever words they share with it. This finds
 the window a query points at (relative to a reference moment, normally now) so retrieval can prefer
-events inside it. English phrases only; a query without one is left alone.
+events inside it. English and Korean phrases ("in October", "어제 고친 버그", "지난주에", "3일 전");
+a query without one is left alone.
 
 Only prose counts: inline code, quoted strings and identifiers (``date.today()``, ``last_week``,
 "render '3 days ago' labels") talk about time, they do not ask about it, so they are masked before
@@ -47,6 +48,60 @@ _THIS = re.compile(r"\bthis\s+(week|month|year)\b", re.IGNORECASE)
 _WEEKDAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 _WEEKDAY = re.compile(rf"\b(?:last|this past)\s+({'|'.join(_WEEKDAYS)}|weekend)\b", re.IGNORECASE)
 _DAY = re.compile(r"\b(today|this morning|yesterday|last night)\b", re.IGNORECASE)  # not "tonight": that asks ahead
+_MONTHS = ("january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
+           "november", "december")  # fmt: skip
+# "May" and "March" only capitalised (the verb "may", "march through the list").
+_MONTH_NAME = r"((?i:january|february|april|june|july|august|september|october|november|december)|May|March)"
+
+# Korean: a time word and the particle after it (어제는, 지난주에, 3일 전에), so what is left has no stray 에 or 는,
+# as whole words only (아까워 "what a waste" is not 아까 "earlier", 전부 "all" is not 전 "before").
+_KO_START = r"(?<![가-힣])"
+_KO_PARTICLE = r"(?:\s*동안|에서|에는|에도|부터|까지|쯤에|쯤|이랑|랑|하고|처럼|보다|에|엔|는|은|의|도|만)?(?![가-힣])"
+_KO_NATIVE = {
+    "하루": 1,
+    "이틀": 2,
+    "사흘": 3,
+    "나흘": 4,
+    "며칠": 3,
+    "일주일": 7,
+    "한": 1,
+    "두": 2,
+    "세": 3,
+    "네": 4,
+    "몇": 3,
+}
+_KO_UNIT = {"일": 1.0, "주": 7.0, "주일": 7.0, "달": 30.0, "개월": 30.0, "년": 365.0}
+_KO_WEEKDAYS = "월화수목금토일"
+
+# Compiled on first use (``_pattern``): the rarer English phrases, each behind a plain substring test, and the
+# Korean ones, only for a query with Hangul in it. A hook process compiles what its prompt needs: all of
+# these at import took ~5 ms, the Korean ones 4 of it.
+_SOURCES = {
+    "day_before": r"(?i)\b(?:the\s+)?day\s+before\s+yesterday\b",
+    "other_day": r"(?i)\bthe\s+other\s+day\b",
+    "back": rf"(?i)\b{_COUNT}\s+{_UNIT}\s+back\b",
+    # A month after "in", "during", "since", "back in", "early", "late", "mid", "last": "in October", "since March".
+    "month": r"\b((?i:in|during|since|back\s+in|early|late|mid|last))\s*-?\s*"
+    + _MONTH_NAME
+    + r"(?:,?\s+(\d{4}))?\b(?!\s*\d)",
+    "date": r"\b(?:(?i:on)\s+)?" + _MONTH_NAME + r"\s+(\d{1,2})(?:st|nd|rd|th)?\b",  # March 15, on October 3rd
+    "ko_ago": _KO_START
+    + r"(?:(\d{1,3})\s*(일|주일|주|달|개월|년)|(하루|이틀|사흘|나흘|며칠|일주일)|(한|두|세|네|몇)\s*(주|달|해))\s*전"
+    + _KO_PARTICLE,
+    "ko_span": _KO_START + r"(?:지난|최근)\s*(\d{1,3})\s*(일|주일|주|달|개월|년)" + _KO_PARTICLE,
+    "ko_weekday": _KO_START + r"(?:지난|저번)\s*([월화수목금토일])요일" + _KO_PARTICLE,
+    "ko_period": _KO_START + r"(?:(이번|지난|저번)\s*(주말|주|달)|(올해|작년))" + _KO_PARTICLE,
+    "ko_day": _KO_START + r"(오늘\s*아침|오늘|아까|방금|어젯밤|어제|그저께|그제)" + _KO_PARTICLE,
+    "ko_date": r"(?<!\d)(1[0-2]|[1-9])\s*월\s*([1-9]|[12]\d|3[01])\s*일" + _KO_PARTICLE,  # 3월 15일에
+    "ko_month": r"(?<!\d)(1[0-2]|[1-9])\s*월" + _KO_PARTICLE + r"(?!\s*\d)",  # 10월에, not 3월 15일
+}
+_compiled: dict[str, re.Pattern[str]] = {}
+
+
+def _pattern(name: str) -> re.Pattern[str]:
+    if name not in _compiled:
+        _compiled[name] = re.compile(_SOURCES[name])
+    return _compiled[name]
 
 
 # What is code or quoted text rather than a question about time: fenced and inline code, quoted
@@ -76,10 +131,26 @@ def find(query: str, now: datetime) -> tuple[tuple[datetime, datetime], str] | N
     """
     prose = _prose(query)
     now = now.astimezone()  # the user's day, not UTC's
-    if m := _AGO.search(prose):
-        days = _count(m.group(1)) * _UNIT_DAYS[m.group(2).lower()]
-        slack = max(1.0, days * 0.25)  # "two weeks ago" is rarely exactly fourteen days
-        span = now - timedelta(days=days + slack), now - timedelta(days=max(days - slack, 0.0))
+    found = _english(prose, now) or _korean(prose, now)
+    span, m = found or (None, None)
+    if span is None or m is None:  # none, or a day the month does not have (February 30)
+        return None
+    return span, (query[: m.start()] + " " + query[m.end() :]).strip()
+
+
+_Found = tuple["tuple[datetime, datetime] | None", re.Match[str]]
+
+
+def _ago(days: float, now: datetime) -> tuple[datetime, datetime]:
+    slack = max(1.0, days * 0.25)  # "two weeks ago" is rarely exactly fourteen days
+    return now - timedelta(days=days + slack), now - timedelta(days=max(days - slack, 0.0))
+
+
+def _english(prose: str, now: datetime) -> _Found | None:
+    span: tuple[datetime, datetime] | None
+    low = prose.lower()
+    if m := _AGO.search(prose) or (" back" in low and _pattern("back").search(prose)) or None:
+        span = _ago(_count(m.group(1)) * _UNIT_DAYS[m.group(2).lower()], now)
     elif m := _SPAN.search(prose):
         days = _count(m.group(1)) * _UNIT_DAYS[m.group(2).lower()]
         span = now - timedelta(days=days), now
@@ -93,13 +164,95 @@ def find(query: str, now: datetime) -> tuple[tuple[datetime, datetime], str] | N
         span = _weekday(m.group(1).lower(), now)
     elif m := _THIS.search(prose):
         span = now - timedelta(days=_UNIT_DAYS[m.group(1).lower()]), now
+    elif "before yesterday" in low and (m := _pattern("day_before").search(prose)):
+        span = now - timedelta(days=3), now - timedelta(days=1.5)
     elif m := _DAY.search(prose):
-        # Rolling windows: the user's time zone and day boundaries are unknown.
-        yesterday = m.group(1).lower() in ("yesterday", "last night")
-        span = (now - timedelta(days=2), now - timedelta(days=0.5)) if yesterday else (now - timedelta(days=1), now)
+        span = _day(m.group(1).lower() in ("yesterday", "last night"), now)
+    elif "other day" in low and (m := _pattern("other_day").search(prose)):
+        span = now - timedelta(days=7), now - timedelta(days=1)
+    elif any(name in low for name in _MONTHS) and (m := _pattern("date").search(prose)):
+        span = _date(_MONTHS.index(m.group(1).lower()) + 1, int(m.group(2)), now)
+    elif any(name in low for name in _MONTHS) and (m := _pattern("month").search(prose)):
+        year = int(m.group(3)) if m.group(3) else None
+        span = _month(_MONTHS.index(m.group(2).lower()) + 1, now, since=m.group(1).lower() == "since", year=year)
     else:
         return None
-    return span, (query[: m.start()] + " " + query[m.end() :]).strip()
+    return span, m
+
+
+def _korean(prose: str, now: datetime) -> _Found | None:
+    if not re.search("[\uac00-\ud7a3]", prose):
+        return None
+    span: tuple[datetime, datetime] | None
+    if m := _pattern("ko_ago").search(prose):
+        if m.group(1):
+            days = float(m.group(1)) * _KO_UNIT[m.group(2)]
+        elif m.group(3):
+            days = float(_KO_NATIVE[m.group(3)])
+        else:
+            days = _KO_NATIVE[m.group(4)] * {"주": 7.0, "달": 30.0, "해": 365.0}[m.group(5)]
+        span = _ago(days, now)
+    elif m := _pattern("ko_span").search(prose):
+        span = now - timedelta(days=float(m.group(1)) * _KO_UNIT[m.group(2)]), now
+    elif m := _pattern("ko_weekday").search(prose):
+        span = _weekday(_WEEKDAYS[_KO_WEEKDAYS.index(m.group(1))], now)
+    elif m := _pattern("ko_period").search(prose):
+        which, unit, year = m.group(1), m.group(2), m.group(3)
+        if year:
+            span = (
+                (now - timedelta(days=365), now)
+                if year == "올해"
+                else (now - timedelta(days=730), now - timedelta(days=182.5))
+            )
+        elif unit == "주말":
+            span = _weekday("weekend", now)
+        else:
+            days = 7.0 if unit == "주" else 30.0
+            span = (
+                (now - timedelta(days=days), now)
+                if which == "이번"
+                else (now - timedelta(days=2 * days), now - timedelta(days=days * 0.5))
+            )
+    elif m := _pattern("ko_day").search(prose):
+        word = m.group(1)
+        if word in ("그저께", "그제"):
+            span = now - timedelta(days=3), now - timedelta(days=1.5)
+        else:
+            span = _day(word in ("어제", "어젯밤"), now)
+    elif m := _pattern("ko_date").search(prose):
+        span = _date(int(m.group(1)), int(m.group(2)), now)
+    elif m := _pattern("ko_month").search(prose):
+        span = _month(int(m.group(1)), now, since=False)
+    else:
+        return None
+    return span, m
+
+
+def _day(yesterday: bool, now: datetime) -> tuple[datetime, datetime]:
+    """Rolling windows: the user's time zone and day boundaries are unknown."""
+    return (now - timedelta(days=2), now - timedelta(days=0.5)) if yesterday else (now - timedelta(days=1), now)
+
+
+def _date(month: int, day: int, now: datetime) -> tuple[datetime, datetime] | None:
+    """The latest such day up to now, half a day wider each side (None for a day the month does not have)."""
+    try:
+        start = now.replace(month=month, day=day, hour=0, minute=0, second=0, microsecond=0)
+        if start > now:
+            start = start.replace(year=now.year - 1)
+    except ValueError:
+        return None
+    return start - timedelta(hours=12), min(start + timedelta(days=1, hours=12), now)
+
+
+def _month(month: int, now: datetime, since: bool, year: int | None = None) -> tuple[datetime, datetime] | None:
+    """The latest such month up to now (this one so far, or last year's) or that of ``year``, half a day wider
+    each side; "since October" runs from its start to now. None for a month after now."""
+    year = year or (now.year if month <= now.month else now.year - 1)
+    if (year, month) > (now.year, now.month) or year < 1:
+        return None
+    start = now.replace(year=year, month=month, day=1, hour=0, minute=0, second=0, microsecond=0)
+    end = now if since else start.replace(year=year + month // 12, month=month % 12 + 1)
+    return start - timedelta(hours=12), min(end + timedelta(hours=12), now)
 
 
 def _weekday(name: str, now: datetime) -> tuple[datetime, datetime]:
