@@ -225,3 +225,33 @@ def test_a_named_time_also_draws_meaning_matches_from_then(tmp_path: Path) -> No
     rollback = next(h for h in hits if h.event.id == ids.inserted[3])
     assert rollback.sources["vector"] > 0 and rollback.sources["when"] == 1.0
     store.close()
+
+
+def test_a_korean_time_phrase_ranks_events_from_then_first(tmp_path: Path) -> None:
+    """어제 (yesterday) and 지난주 (last week) pick the memory from then among two about the same fix: with a
+    time named, nearness to it takes recency's place (the newer fix went first for "last week" before)."""
+    store = Store(tmp_path / "m.db", "p")
+
+    def at(days: float) -> str:
+        return (NOW - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+    store.append(
+        [
+            NewEvent("agent_response", "old", "로그인 버그 수정: 세션 쿠키 만료 시간을 늘렸어요", "1", {}, ts=at(8)),
+            NewEvent("agent_response", "new", "로그인 버그 수정: 토큰 갱신 경쟁 조건을 막았어요", "2", {}, ts=at(1)),
+        ]
+    )
+    retriever = Retriever(store, config.Config())
+    hits = retriever.search("지난주에 고친 로그인 버그", now=NOW)
+    assert "쿠키" in hits[0].event.content and hits[0].sources["when"] == 1.0
+    hits = retriever.search("어제 고친 로그인 버그", now=NOW)
+    assert "토큰" in hits[0].event.content and hits[0].sources["when"] == 1.0
+    store.append(
+        [NewEvent("agent_response", "en", "Login bug fixed: the token refresh race is closed", "3", {}, ts=at(1))]
+    )
+    store.append(
+        [NewEvent("agent_response", "en0", "Login bug fixed: the session cookie lives longer", "4", {}, ts=at(8))]
+    )
+    hits = retriever.search("which login bug did we fix last week", now=NOW)
+    assert "cookie" in hits[0].event.content
+    store.close()
