@@ -218,7 +218,9 @@ class RetrievalConfig(Section):
     )
     w_status: float = _f(0.1, "The event type's share of the bounded nudge (nudge_margin); never changes the score.")
     when_weight: float = _f(
-        0.4, "The share of the bounded nudge (nudge_margin) for being near a time the query names; never the score."
+        0.4,
+        "The share of the bounded nudge (nudge_margin) for being near a time the query names (recency's share"
+        " joins it then); never the score.",
     )
     session_support: float = _f(
         0.3, "How much the best other match from the same session lifts a result (0 = off); it never lowers one."
