@@ -73,14 +73,14 @@ def test_windows(query: str, expected: tuple[float, float]) -> None:
 @pytest.mark.parametrize(
     ("query", "start", "end"),
     [
-        # the latest such month up to NOW (2026-11-23): this year's October, last year's December
-        ("What did we change in October to make CI faster?", "2026-09-30T12", "2026-11-01T12"),
-        ("in December we moved to RQ", "2025-11-30T12", "2026-01-01T12"),
-        ("the outage in October 2025", "2025-09-30T12", "2025-11-01T12"),
+        # from the latest such month (or day) up to NOW (2026-11-23): what happened then is often told of later
+        ("What did we change in October to make CI faster?", "2026-09-30T12", "2026-11-23T12"),
+        ("in December we moved to RQ", "2025-11-30T12", "2026-11-23T12"),
+        ("the outage in October 2025", "2025-09-30T12", "2026-11-23T12"),
         ("everything since September", "2026-08-31T12", "2026-11-23T12"),
-        ("the deploy on March 15", "2026-03-14T12", "2026-03-16T12"),
-        ("10월에 바꾼 CI 설정", "2026-09-30T12", "2026-11-01T12"),
-        ("3월 15일 배포", "2026-03-14T12", "2026-03-16T12"),
+        ("the deploy on March 15", "2026-03-14T12", "2026-11-23T12"),
+        ("10월에 바꾼 CI 설정", "2026-09-30T12", "2026-11-23T12"),
+        ("3월 15일 배포", "2026-03-14T12", "2026-11-23T12"),
     ],
 )
 def test_months_and_dates(query: str, start: str, end: str) -> None:
