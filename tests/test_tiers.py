@@ -299,3 +299,25 @@ def test_a_short_question_s_line_shows_its_reply(proj: Path) -> None:
     # Without vectors (the hooks' full-text fallback) the question keeps its line.
     assert [h.event.id for h in choose(hits, None, cfg, mem.store).index] == [ask.id, long_ask.id, lonely.id, offer.id]
     mem.close()
+
+
+def test_a_reply_already_shown_beside_a_full_item_is_not_shown_again(proj: Path) -> None:
+    """The prompt that asked for a full item is shown with it; a question whose reply is that prompt gives
+    no line of its own."""
+    from memlane.embed import get_embedder
+    from memlane.retrieval.engine import Engine
+    from memlane.vectors import process_outbox
+
+    mem = Memory.open(proj)
+    cfg = config.load()
+    offer = _event(mem, "agent_response", "Should the label worker move to RQ as well?", pos="0")
+    prompt = _event(mem, "user_prompt", "Yes, move the label worker to RQ and drop Celery everywhere.", pos="1")
+    answer = _event(mem, "agent_response", "Moved the label worker to RQ; Celery is gone from requirements.", pos="2")
+    process_outbox(mem, get_embedder(mem.config.embedding))
+    index = Engine(cfg).index(mem.project.id)
+    chosen = choose([Hit(answer, 0.9, {}, "high"), Hit(offer, 0.3, {}, "suggested")], index, cfg, mem.store)
+    assert [h.event.id for h in chosen.full] == [answer.id] and chosen.items[0].asked.id == prompt.id
+    assert chosen.index == []  # the offer's reply is the prompt shown beside the answer
+    reasons = {h.event.id: why for h, why in chosen.left_out}
+    assert reasons[offer.id] == "a short question: its reply is shown instead"
+    mem.close()

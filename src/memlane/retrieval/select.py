@@ -133,14 +133,14 @@ def choose(hits: list[Hit], index: Any, cfg: Config, store: Any = None) -> Injec
     # Only with vectors: the similarity rule above is what keeps a stale reply out (the hooks' full-text
     # fallback, without it: stale answers shown alone on the conversations 6 -> 8 of test).
     replies = question_replies(lines, store, cfg) if index is not None else {}
-    lines = answered_lines(lines, full, replies, cfg)
+    lines = answered_lines(lines, items, replies, cfg)
     unlisted: set[str] = set()
     if not cites_in_context(cfg):  # an index line is only its citation to open: none without citations
         unlisted = {h.event.id for h in lines}
         lines = []
     shown = {h.event.id for h in full + lines}
     kept_ids = {h.event.id for h in kept}
-    answered = {q for q, reply in replies.items() if reply.id in shown}
+    answered = {q for q, reply in replies.items() if reply.id in shown | _shown(items)}
     left_out = [
         (h, "no index tier without citations (citations.include_in_context)" if h.event.id in unlisted
          else "a short question: its reply is shown instead" if h.event.id in answered
@@ -267,7 +267,7 @@ def answered_items(items: list[Item], replies: dict[str, Event]) -> list[Item]:
     """Each full item that holds a short question is led by the question's reply (``question_replies``), with
     the question's score, unless the reply is shown already (conversations: full-tier precision 0.37 -> 0.42
     on dev, 0.33 -> 0.42 on test)."""
-    shown = {h.event.id for item in items for h in item.hits}
+    shown = _shown(items)
     for item in items:
         for h in list(item.hits):
             reply = replies.get(h.event.id)
@@ -277,12 +277,17 @@ def answered_items(items: list[Item], replies: dict[str, Event]) -> list[Item]:
     return items
 
 
-def answered_lines(lines: list[Hit], full: list[Hit], replies: dict[str, Event], cfg: Config) -> list[Hit]:
+def _shown(items: list[Item]) -> set[str]:
+    """The ids the full tier shows: its memories and the prompts shown beside them."""
+    return {h.event.id for item in items for h in item.hits} | {item.asked.id for item in items if item.asked}
+
+
+def answered_lines(lines: list[Hit], items: list[Item], replies: dict[str, Event], cfg: Config) -> list[Hit]:
     """``lines`` with each short question in ``replies`` shown as its reply, in its place and with its score
     (``question_replies``); a question whose reply is shown already is left out, and the lines stay within
     ``injection.index_tokens``. Applied after the similarity rule, which the question passed: the reply is
     offered on the question's match (with the English model, any two Korean texts look alike to that rule)."""
-    shown = {h.event.id for h in full + lines}
+    shown = _shown(items) | {h.event.id for h in lines}
     out: list[Hit] = []
     spent = 0
     for h in lines:
