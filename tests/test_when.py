@@ -27,6 +27,11 @@ def utc(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
     time.tzset()
 
 
+def ago(days: float) -> str:
+    """An event time ``days`` before NOW, as the store writes it."""
+    return (NOW - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
 def days_ago(span: tuple[datetime, datetime]) -> tuple[float, float]:
     return round((NOW - span[1]).total_seconds() / 86400, 2), round((NOW - span[0]).total_seconds() / 86400, 2)
 
@@ -88,6 +93,7 @@ def test_months_and_dates(query: str, start: str, end: str) -> None:
     assert found is not None
     span = tuple(t.astimezone(UTC).strftime("%Y-%m-%dT%H") for t in found[0])
     assert span == (start, end)
+    assert found[1] == query, "a month or a date stays among the words matched: memories name them too"
 
 
 def test_korean_phrases_leave_no_stray_particle_and_are_compiled_only_for_korean() -> None:
@@ -172,13 +178,10 @@ def test_closeness_falls_off_outside_the_window() -> None:
 def test_a_named_time_ranks_events_from_then_first(tmp_path: Path) -> None:
     store = Store(tmp_path / "m.db", "p")
 
-    def at(days: float) -> str:
-        return (NOW - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-
     store.append(
         [
-            NewEvent("agent_response", "old", "Bought a new kitchen blender for smoothies", "1", {}, ts=at(10)),
-            NewEvent("agent_response", "new", "Bought a new kitchen kettle, the old one leaked", "2", {}, ts=at(1)),
+            NewEvent("agent_response", "old", "Bought a new kitchen blender for smoothies", "1", {}, ts=ago(10)),
+            NewEvent("agent_response", "new", "Bought a new kitchen kettle, the old one leaked", "2", {}, ts=ago(1)),
         ]
     )
     retriever = Retriever(store, config.Config())
@@ -195,9 +198,6 @@ def test_a_named_time_also_draws_meaning_matches_from_then(tmp_path: Path) -> No
     from memlane.embed import get_embedder
     from memlane.vectors import VectorIndex
 
-    def at(days: float) -> str:
-        return (NOW - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-
     cfg = config.Config()
     cfg.retrieval.candidates = 2
     embedder = get_embedder(cfg.embedding)
@@ -208,7 +208,9 @@ def test_a_named_time_also_draws_meaning_matches_from_then(tmp_path: Path) -> No
         ("Why the deploy failed: staging cluster out of disk", 20),
         ("Rolled back release: build broke on CI", 2),
     ]
-    ids = store.append([NewEvent("agent_response", f"s{i}", t, str(i), {}, ts=at(d)) for i, (t, d) in enumerate(texts)])
+    ids = store.append(
+        [NewEvent("agent_response", f"s{i}", t, str(i), {}, ts=ago(d)) for i, (t, d) in enumerate(texts)]
+    )
     index = VectorIndex("p", embedder.version, embedder.dim, cfg.vectors)
     events = store.by_ids(ids.inserted)
     vectors = embedder.embed_passages([e.content for e in events])
@@ -232,13 +234,10 @@ def test_a_korean_time_phrase_ranks_events_from_then_first(tmp_path: Path) -> No
     time named, nearness to it takes recency's place (the newer fix went first for "last week" before)."""
     store = Store(tmp_path / "m.db", "p")
 
-    def at(days: float) -> str:
-        return (NOW - timedelta(days=days)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
-
     store.append(
         [
-            NewEvent("agent_response", "old", "로그인 버그 수정: 세션 쿠키 만료 시간을 늘렸어요", "1", {}, ts=at(8)),
-            NewEvent("agent_response", "new", "로그인 버그 수정: 토큰 갱신 경쟁 조건을 막았어요", "2", {}, ts=at(1)),
+            NewEvent("agent_response", "old", "로그인 버그 수정: 세션 쿠키 만료 시간을 늘렸어요", "1", {}, ts=ago(8)),
+            NewEvent("agent_response", "new", "로그인 버그 수정: 토큰 갱신 경쟁 조건을 막았어요", "2", {}, ts=ago(1)),
         ]
     )
     retriever = Retriever(store, config.Config())
@@ -247,10 +246,10 @@ def test_a_korean_time_phrase_ranks_events_from_then_first(tmp_path: Path) -> No
     hits = retriever.search("어제 고친 로그인 버그", now=NOW)
     assert "토큰" in hits[0].event.content and hits[0].sources["when"] == 1.0
     store.append(
-        [NewEvent("agent_response", "en", "Login bug fixed: the token refresh race is closed", "3", {}, ts=at(1))]
+        [NewEvent("agent_response", "en", "Login bug fixed: the token refresh race is closed", "3", {}, ts=ago(1))]
     )
     store.append(
-        [NewEvent("agent_response", "en0", "Login bug fixed: the session cookie lives longer", "4", {}, ts=at(8))]
+        [NewEvent("agent_response", "en0", "Login bug fixed: the session cookie lives longer", "4", {}, ts=ago(8))]
     )
     hits = retriever.search("which login bug did we fix last week", now=NOW)
     assert "cookie" in hits[0].event.content

@@ -146,10 +146,9 @@ def rank_key(
     key = own + min(max(support, 0.0), cfg.support_margin)
     weights = cfg.w_recency + cfg.w_status + cfg.when_weight
     if weights > 0:
-        if closeness is None:  # no time named: every event is as near as any other, and newer goes first
-            key += cfg.nudge_margin * (cfg.w_recency * fresh + cfg.w_status * prior + cfg.when_weight) / weights
-        else:  # a time named: nearness to it takes recency's share ("last week" is not "the newest")
-            key += cfg.nudge_margin * (cfg.w_status * prior + (cfg.w_recency + cfg.when_weight) * closeness) / weights
+        near = 1.0 if closeness is None else closeness  # no time named: every event is as near as any other
+        recent = fresh if closeness is None else closeness  # a time named takes recency's share ("last week")
+        key += cfg.nudge_margin * (cfg.w_recency * recent + cfg.w_status * prior + cfg.when_weight * near) / weights
     return key
 
 

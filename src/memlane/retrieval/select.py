@@ -232,7 +232,7 @@ def index_tier(rest: list[Hit], full: list[Hit], cfg: Config) -> list[Hit]:
     """The index lines: the best of ``rest`` that stand above the background, within the line count and the
     token budget, leaving out a memory whose whole text a full memory already says."""
     icfg = cfg.injection
-    said = [" ".join(h.event.content.split()) for h in full]
+    said = [_flat(h.event.content) for h in full]
     lines: list[Hit] = []
     spent = 0
     for h in rest:
@@ -240,7 +240,7 @@ def index_tier(rest: list[Hit], full: list[Hit], cfg: Config) -> list[Hit]:
             break
         if h.confidence not in ("high", "suggested"):
             continue
-        text = " ".join(h.event.content.split())
+        text = _flat(h.event.content)
         if any(text in other for other in said):
             continue
         cost = tokens(index_line(h.event, icfg.gist_chars))
@@ -259,7 +259,7 @@ def short_question(event: Event, gist_chars: int) -> bool:
     """A prompt or answer that only asks: it ends with a question mark and its whole text fits its index line."""
     if event.type not in ("user_prompt", "agent_response"):
         return False
-    text = " ".join(event.content.split())
+    text = _flat(event.content)
     return len(text) <= gist_chars and text.endswith(QUESTION_MARKS)
 
 
@@ -272,9 +272,14 @@ def answered_items(items: list[Item], replies: dict[str, Event]) -> list[Item]:
         for h in list(item.hits):
             reply = replies.get(h.event.id)
             if reply is not None and reply.id not in shown:
-                item.hits.insert(0, type(h)(reply, h.score, h.sources, h.confidence))
+                item.hits.insert(0, _in_place(h, reply))
                 shown.add(reply.id)
     return items
+
+
+def _in_place(question: Hit, reply: Event) -> Hit:
+    """The reply, shown where its question would be: with the question's score and tier."""
+    return type(question)(reply, question.score, question.sources, question.confidence)
 
 
 def _shown(items: list[Item]) -> set[str]:
@@ -295,7 +300,7 @@ def answered_lines(lines: list[Hit], items: list[Item], replies: dict[str, Event
         if reply is not None:
             if reply.id in shown:
                 continue
-            h = type(h)(reply, h.score, h.sources, h.confidence)
+            h = _in_place(h, reply)
             shown.add(reply.id)
         cost = tokens(index_line(h.event, cfg.injection.gist_chars))
         if spent + cost > cfg.injection.index_tokens:
@@ -331,12 +336,17 @@ def question_replies(hits: list[Hit], store: Any, cfg: Config) -> dict[str, Even
         return {}
     # "Want me to add a test for the empty cart?" is a better line than its reply "yes please": a reply
     # shorter than half its question is an acknowledgement, not an answer (the conversations lose nothing).
-    asked = {e.id: len(" ".join(e.content.split())) for e in asks}
-    return {q: r for q, r in replies.items() if 2 * len(" ".join(r.content.split())) >= asked[q]}
+    asked = {e.id: len(_flat(e.content)) for e in asks}
+    return {q: r for q, r in replies.items() if 2 * len(_flat(r.content)) >= asked[q]}
+
+
+def _flat(text: str) -> str:
+    """``text`` on one line, its runs of whitespace one space each."""
+    return " ".join(text.split())
 
 
 def gist(text: str, limit: int) -> str:
-    line = " ".join(text.split())
+    line = _flat(text)
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
 
@@ -353,7 +363,7 @@ def drop_repeated(chosen: list[Hit]) -> list[Hit]:
     1.37 memories per prompt). Only a verbatim repeat is dropped and nothing takes its place, so what
     is injected says everything it said before; of two identical texts the first stays.
     """
-    texts = [" ".join(h.event.content.split()) for h in chosen]
+    texts = [_flat(h.event.content) for h in chosen]
 
     def repeated(i: int) -> bool:
         text = texts[i]

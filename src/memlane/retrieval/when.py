@@ -95,6 +95,8 @@ _SOURCES = {
     "ko_date": r"(?<!\d)(1[0-2]|[1-9])\s*월\s*([1-9]|[12]\d|3[01])\s*일" + _KO_PARTICLE,  # 3월 15일에
     "ko_month": r"(?<!\d)(1[0-2]|[1-9])\s*월" + _KO_PARTICLE + r"(?!\s*\d)",  # 10월에, not 3월 15일
 }
+# Months and dates stay among the words matched: memories name them too ("the workshops I went to in April").
+_NAMED_TIMES = frozenset(_SOURCES[name] for name in ("month", "date", "ko_month", "ko_date"))
 _compiled: dict[str, re.Pattern[str]] = {}
 
 
@@ -124,6 +126,9 @@ def _count(word: str) -> float:
     return float(word) if word.isdigit() else float(_NUMBERS[word])
 
 
+_Found = tuple["tuple[datetime, datetime] | None", re.Match[str]]  # the window (None: no such day) and the phrase
+
+
 def find(query: str, now: datetime) -> tuple[tuple[datetime, datetime], str] | None:
     """(the window a relative time phrase points at, the query without the phrase), or None.
 
@@ -137,12 +142,9 @@ def find(query: str, now: datetime) -> tuple[tuple[datetime, datetime], str] | N
     span, m = found or (None, None)
     if span is None or m is None:  # none, or a day the month does not have (February 30)
         return None
-    if m.re.pattern in (_SOURCES["month"], _SOURCES["date"], _SOURCES["ko_month"], _SOURCES["ko_date"]):
+    if m.re.pattern in _NAMED_TIMES:
         return span, query
     return span, (query[: m.start()] + " " + query[m.end() :]).strip()
-
-
-_Found = tuple["tuple[datetime, datetime] | None", re.Match[str]]
 
 
 def _ago(days: float, now: datetime) -> tuple[datetime, datetime]:
