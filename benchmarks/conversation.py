@@ -226,6 +226,7 @@ def evaluate(
             turn_of = {e: t for t, e in event_of.items()}
             now: dict[str, Any] = {"now": datetime.fromisoformat(conv.asked_at.replace("Z", "+00:00"))}
             engine = _hook_engine(cfg, embed, now)
+            engine.speakers.get(memory.project.id, memory.store, wait=True)  # the daemon has them by the 2nd prompt
             retriever = engine.retriever(memory) if embed else Retriever(memory.store, cfg)
             rcfg = fitted_config(cfg, engine.embedder) if embed else cfg
             events = list(memory.store.iter_events())
@@ -279,6 +280,7 @@ def injection_rows(split: str, cache: Path | None, ask: Callable[..., Any], row:
             memory, event_of = build(conv, workdir, cfg, not text_only, cache)
             now = datetime.fromisoformat(conv.asked_at.replace("Z", "+00:00"))
             engine = _hook_engine(cfg, not text_only, {"now": now})
+            engine.speakers.get(memory.project.id, memory.store, wait=True)
             if text_only:
                 retriever, index, rcfg = Retriever(memory.store, cfg), None, cfg
             else:

@@ -112,6 +112,14 @@ def lexicon(store: Any) -> Any:
     return loanwords.of_store(store) if LOANWORDS and not TEXT_ONLY else None
 
 
+def people(store: Any) -> Any:
+    """The speakers' names of a dialogue store, as the daemon takes them out of its queries (none in the fallback)."""
+    from memlane.retrieval import speakers
+    from memlane.retrieval.engine import store_is_dialogue
+
+    return speakers.of_store(store) if not TEXT_ONLY and store_is_dialogue(store) else None
+
+
 def replay_rows(split: str, cache: Path | None) -> Iterator[dict[str, Any]]:
     import coding_replay as cr
 
@@ -134,7 +142,7 @@ def replay_rows(split: str, cache: Path | None) -> Iterator[dict[str, Any]]:
         from memlane.vectors import VectorIndex
 
         index = VectorIndex(memory.project.id, embedder.version, embedder.dim, cfg.vectors)
-        retriever = Retriever(memory.store, cfg, embedder, index, lexicon(memory.store))
+        retriever = Retriever(memory.store, cfg, embedder, index, lexicon(memory.store), people(memory.store))
         if TEXT_ONLY:
             index, retriever = None, Retriever(memory.store, memory.config)
         events = [e for e in memory.store.iter_events() if e.type not in cr.SKIP_TYPES]
@@ -171,7 +179,7 @@ def lme_rows(split: str, path: Path, stride: int, cache: Path | None) -> Iterato
             asked = datetime.fromisoformat(lme.iso(q["question_date"]).replace("Z", "+00:00"))
             if TEXT_ONLY:
                 index, cfg = None, config.load()
-            retriever = Retriever(store, cfg, embedder if index else None, index, lexicon(store))
+            retriever = Retriever(store, cfg, embedder if index else None, index, lexicon(store), people(store))
             answer = ask(store, retriever, index, cfg, q["question"], asked)
             abstain = q["question_id"].endswith("_abs")
             yield row("lme", q["question_id"], split, q["question_type"], "en", not abstain, answer,

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     # Memory owns the engine (Memory.search makes one); the engine only takes a Memory as an argument,
     # so importing memory.py at run time would close a circle.
     from memlane.memory import Memory
+    from memlane.retrieval.speakers import People
 
 
 SPAWN_WAIT_S = 8.0  # how long a search waits for a daemon its engine started (a cold daemon is up in ~1-3 s)
@@ -130,9 +131,12 @@ class Engine:
         self._spawned = 0.0  # when this engine started a daemon (monotonic), so a search can wait for it
         self._prepared: dict[str, Any] = {}  # prompt → future of its query vector (see ``prepare``)
         self.prepared = {"started": 0, "used": 0}  # for /api/health: does the early start pay off?
+        from memlane.retrieval import speakers
         from memlane.retrieval.loanwords import Lexicons
+        from memlane.retrieval.per_store import PerStore
 
         self.lexicons = Lexicons()  # each project's English words for Korean loanwords, built off the search path
+        self.speakers = PerStore(speakers.of_store, "speakers' names")  # of dialogue stores, likewise
         self._shapes: dict[str, tuple[bool, int]] = {}  # project → (a store of dialogue, its size when read)
 
     @property
@@ -229,11 +233,15 @@ class Engine:
         embedder = self.embedder if index is not None else None
         lexicon = self.lexicons.get(memory.project.id, memory.store) if has_hangul(query) else None
         cfg = self.shaped(memory, fitted_config(memory.config, embedder))
-        return Retriever(memory.store, cfg, embedder, index, lexicon)
+        return Retriever(memory.store, cfg, embedder, index, lexicon, self.people(memory))
 
-    def shaped(self, memory: Memory, cfg: config.Config) -> config.Config:
-        """``shaped_config`` for the project's store, its shape read again once it has grown by a tenth (or 200
-        events): a few thousand rows, not on every prompt."""
+    def people(self, memory: Memory) -> People | None:
+        """The names of the people talking in a dialogue store (``speakers``), None for other stores."""
+        return self.speakers.get(memory.project.id, memory.store) if self.is_dialogue(memory) else None
+
+    def is_dialogue(self, memory: Memory) -> bool:
+        """``store_is_dialogue`` for the project's store, read again once it has grown by a tenth (or 200 events):
+        a few thousand rows, not on every prompt."""
         size = memory.store.size_estimate()
         with self._lock:
             known = self._shapes.get(memory.project.id)
@@ -241,7 +249,11 @@ class Engine:
             known = (store_is_dialogue(memory.store), size)
             with self._lock:
                 self._shapes[memory.project.id] = known
-        return shaped_config(cfg, known[0])
+        return known[0]
+
+    def shaped(self, memory: Memory, cfg: config.Config) -> config.Config:
+        """``shaped_config`` for the project's store."""
+        return shaped_config(cfg, self.is_dialogue(memory))
 
     def search(self, memory: Memory, query: str, **filters: Any) -> list[Hit]:
         query_vector = filters.pop("query_vector", None)  # in-process only: never sent to a daemon
@@ -304,15 +316,16 @@ class Engine:
         cfg = memory.config
         if len(prompt.strip()) < cfg.injection.min_prompt_chars or not self._vectors_for(memory, prompt):
             return False
-        from memlane.retrieval.hybrid import Prepared, _executor
+        from memlane.retrieval.hybrid import Prepared, _executor, searched
 
         embedder = self.embedder  # before the lock: the property takes it too
         index = self.index(memory.project.id)
         # The hook's search excludes the one prompt event it has just stored, so it asks for one more.
         k = fitted_config(cfg, embedder).retrieval.candidates + 1
+        query = searched(prompt, self.people(memory))  # what the search will embed (before the lock: it takes it)
         with self._lock:
             if prompt not in self._prepared:
-                self._prepared[prompt] = future = _executor().submit(Prepared.make, embedder, index, prompt, k)
+                self._prepared[prompt] = future = _executor().submit(Prepared.make, embedder, index, query, k)
                 self.prepared["started"] += 1
                 if hold is not None:  # the daemon's worker pauses its passes until this embedding is done
                     hold(future)

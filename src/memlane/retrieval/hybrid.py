@@ -26,6 +26,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a hook ~1 ms to import: annotations only
     from typing import Any, NamedTuple
 
+    from memlane.retrieval.speakers import People
     from memlane.store.backend import MemoryStore
 
 _pool: list[Any] = []
@@ -56,7 +57,8 @@ class Prepared:
     does not depend on when the hook's request arrived.
     """
 
-    def __init__(self, vector: Any, k: int, near: dict[str, Any] | None, version: int | None) -> None:
+    def __init__(self, vector: Any, k: int, near: dict[str, Any] | None, version: int | None, query: str = "") -> None:
+        self.query = query  # the text embedded: a search for other text (other names taken out) embeds its own
         self.vector = vector
         self.k = k
         self.near = near
@@ -66,15 +68,15 @@ class Prepared:
     def make(cls, embedder: Any, index: Any, query: str, k: int) -> Prepared:
         vector = embedder.embed_query(query)
         if index is None:
-            return cls(vector, k, None, None)
+            return cls(vector, k, None, None, query)
         try:
             version = index.table_version()
-            return cls(vector, k, index.nearest(vector, k), version)
+            return cls(vector, k, index.nearest(vector, k), version, query)
         except Exception as exc:  # noqa: BLE001 - the search will ask the index itself and report it
             from memlane.logs import log
 
             log("retrieval", "debug", f"neighbours not prepared: {exc!r}")
-            return cls(vector, k, None, None)
+            return cls(vector, k, None, None, query)
 
     def neighbours(self, index: Any, k: int, where: str | None) -> dict[str, Any] | None:
         if self.near is None or k != self.k or where is not None:
@@ -83,6 +85,12 @@ class Prepared:
             return self.near if index.table_version() == self.version else None
         except Exception:  # noqa: BLE001 - unsure: search afresh
             return None
+
+
+def searched(query: str, people: People | None) -> str:
+    """The text searched for ``query``: without the names of a dialogue store's speakers (``speakers``), unless
+    nothing else is left."""
+    return (people.without(query) or query) if people else query
 
 
 class Hit:
@@ -276,13 +284,20 @@ class Retriever:
     """Search one project. ``embedder`` and ``index`` are optional (text-only without them)."""
 
     def __init__(
-        self, store: MemoryStore, cfg: Any, embedder: Any = None, index: Any = None, lexicon: Any = None
+        self,
+        store: MemoryStore,
+        cfg: Any,
+        embedder: Any = None,
+        index: Any = None,
+        lexicon: Any = None,
+        people: People | None = None,
     ) -> None:
         self.store = store
         self.cfg = cfg
         self.embedder = embedder
         self.index = index
         self.lexicon = lexicon  # ``loanwords.Lexicon`` of this store, when the searching process has one
+        self.people = people  # the names of a dialogue store's speakers (``speakers``), taken out of queries
 
     def search(
         self,
@@ -308,6 +323,9 @@ class Retriever:
         such memories out itself.
         """
         rcfg = self.cfg.retrieval
+        query = searched(query, self.people)
+        if isinstance(query_vector, Prepared) and query_vector.query and query_vector.query != query:
+            query_vector = None  # embedded with other names taken out (they were read in between): embed again
         found = when.find(query, now or datetime.now(UTC))
         span, words = found if found else (None, query)
         filters: dict[str, Any] = {"session": session, "types": types, "since": since, "until": until}

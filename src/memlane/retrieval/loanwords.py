@@ -26,6 +26,7 @@ import re
 from collections.abc import Iterable
 
 from memlane.retrieval.cjk import content_word
+from memlane.retrieval.per_store import PerStore
 
 # ---- Hangul ---------------------------------------------------------------------------------------------
 
@@ -320,54 +321,10 @@ def of_store(store: object) -> Lexicon | None:
     return Lexicon(peek.vocabulary(file))
 
 
-# How long a search waits for a lexicon being built: a small store's is ready by then (a few thousand words
-# take milliseconds), a large one's (50,000 words: ~2 s) is not, and that search goes on without it.
-BUILD_WAIT_S = 0.05
-STALE_GROWTH = 0.1  # a lexicon is rebuilt once its store has grown by this share (new words, new loanwords)
-
-
-class Lexicons:
+class Lexicons(PerStore[Lexicon]):
     """Each project's lexicon, for the process that searches (the daemon, the MCP server, a command): built on a
-    thread the first time a Korean query needs it and again when the store has grown by ``STALE_GROWTH``. The
-    search waits ``BUILD_WAIT_S`` for it: a small store's is ready by then; with a large one the first Korean
-    prompts are searched without it (as before it existed), never held up by the build."""
+    thread the first time a Korean query needs it and again when the store has grown (``per_store``); with a
+    large store the first Korean prompts are searched without it, as before it existed."""
 
     def __init__(self) -> None:
-        import threading
-
-        self._lock = threading.Lock()
-        self._built: dict[str, tuple[Lexicon, int]] = {}
-        self._building: set[str] = set()
-
-    def get(self, key: str, store: object, wait: bool = False) -> Lexicon | None:
-        size = int(getattr(store, "size_estimate", lambda: 0)())
-        with self._lock:
-            built = self._built.get(key)
-            fresh = built is not None and size <= built[1] * (1 + STALE_GROWTH)
-            if fresh or key in self._building:
-                return built[0] if built else None
-            self._building.add(key)
-        if wait:
-            self._build(key, store, size)
-        else:
-            import threading
-
-            worker = threading.Thread(target=self._build, args=(key, store, size), name="memlane-lexicon", daemon=True)
-            worker.start()
-            worker.join(BUILD_WAIT_S)
-        with self._lock:
-            built = self._built.get(key)
-        return built[0] if built else None
-
-    def _build(self, key: str, store: object, size: int) -> None:
-        try:
-            lexicon = of_store(store)
-        except Exception as exc:  # noqa: BLE001 - without it a Korean prompt is searched as before
-            from memlane.logs import log
-
-            log("retrieval", "warning", f"loanword lexicon not built: {exc!r}")
-            lexicon = None
-        with self._lock:
-            self._building.discard(key)
-            if lexicon is not None:
-                self._built[key] = (lexicon, size)
+        super().__init__(of_store, "loanword lexicon")

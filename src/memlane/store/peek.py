@@ -36,6 +36,17 @@ def recent_prompts(file: str | os.PathLike[str], limit: int = 200, timeout: floa
         return [str(r[0]) for r in rows]
 
 
+def recent_turns(file: str | os.PathLike[str], limit: int, timeout: float = 5.0) -> list[str]:
+    """The texts of the store's latest user prompts and agent answers (``retrieval.speakers`` reads names from
+    them)."""
+    with closing(_read_only(file, timeout)) as conn:
+        rows = conn.execute(
+            "SELECT content FROM events WHERE type IN ('user_prompt', 'agent_response') ORDER BY seq DESC LIMIT ?",
+            (limit,),
+        )
+        return [str(r[0]) for r in rows]
+
+
 def damage(file: str | os.PathLike[str], timeout: float = 5.0) -> str | None:
     """Why the store is damaged (the cheap check every command runs, ``store.health``), or None."""
     from memlane.store.health import probe
