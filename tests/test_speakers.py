@@ -52,6 +52,8 @@ def test_a_word_also_written_in_lower_case_or_used_once_is_not_a_name() -> None:
     texts = ["Sure, Will, see you.", "Will you come?", "I will, Will!", "Okay, Dana.", "Dana, hi."]
     assert speakers.names(texts).names == frozenset({"Dana"}), "will is a word of the store; Dana is used twice"
     assert speakers.names(["Thanks, Sam!"]).names == frozenset(), "one use is not enough"
+    places = ["Denver, though, is sunny.", "Denver, wow.", "I start June 12 in Denver.", "Hi Sam!", "Sam, look."]
+    assert speakers.names(places).names == frozenset({"Sam"}), "a place is named after in, from, at or near"
 
 
 def test_shouting_a_name_and_closing_with_it_count() -> None:

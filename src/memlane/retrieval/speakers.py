@@ -12,10 +12,11 @@ questions).
 A name is a word the store uses as a vocative: at the start of a turn or a sentence, after an optional greeting
 ("Hey Mel!", "MINA! Congratulations!", "Tom, that's huge") or closing a clause (", Mina."; ", Mel, that's"); in
 Korean a name with the vocative ending at the start of a turn or sentence (민호야, 다은아). It must be used so
-twice, never appear in lower case and not be an interjection (Congratulations, Anyway) or, in Korean, a verb
-stem (괜찮아 → 괜찮다). A question may
-use a longer form of a name the people use with each other (Mel → Melanie): a capitalised query word that
-begins with a name and is at most four letters longer counts as it.
+twice, never appear in lower case or after in, from, at or near (a place: "Denver, though…"), not be an
+interjection (Congratulations, Anyway) or, in Korean, a verb stem (괜찮아 → 괜찮다), and not be written into
+more than 40 % of the turns (a label a harness wrote, "Sofia: …", which matches that person's own turns). A
+question may use a longer form of a name the people use with each other (Mel → Melanie): a capitalised query
+word that begins with a name and is at most four letters longer counts as it.
 
 Only for dialogue stores (``engine.store_is_dialogue``): a coding project's prompts address the agent ("Thanks,
 Claude!") while its questions are about the things named. Built in the process that searches (the daemon), off
@@ -129,8 +130,8 @@ def names(texts: Iterable[str]) -> People:
     for name, n in uses.items():
         if n < MIN_USES or name in _NOT_NAMES:
             continue
-        if name.isascii() and name.lower() in lower:
-            continue
+        if name.isascii() and (name.lower() in lower or re.search(rf"\b(?:[Ii]n|[Ff]rom|[Aa]t|[Nn]ear) {name}\b", joined)):
+            continue  # a word of the store, or a place ("Denver, though…" and "a job in Denver")
         if not name.isascii() and re.search(f"{name}[{_KO_VERB_AFTER}]", joined):
             continue
         # A name in a good share of all turns is a label the harness writes ("Sofia: …"), which search matches.
