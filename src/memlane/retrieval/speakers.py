@@ -50,6 +50,7 @@ _NAME = r"([A-Z][a-z]+|[A-Z]{3,})"
 _OPENING = re.compile(r"(?:^|(?<=[.!?]\s))" + _GREETING + _NAME + r"\s*[,!?]")  # "Hey Mel!", "Tom, that's"
 _CLOSING = re.compile(r",\s+" + _NAME + r"\s*(?:[.!?,]|$)")  # "Ice the ankle, Mina."
 _WORD = re.compile(r"[A-Za-z]+")
+_PLACE = re.compile(r"\b(?:[Ii]n|[Ff]rom|[Aa]t|[Nn]ear) ([A-Z][a-z]+)\b")
 
 _S_BASE, _S_LAST = 0xAC00, 0xD7A3
 # A Korean vocative: a two- or three-syllable name and 야 (after a vowel) or 아 (after a consonant), opening
@@ -119,23 +120,31 @@ def _addressed(text: str) -> Iterable[str]:
 def names(texts: Iterable[str]) -> People:
     """The people the turns ``texts`` address by name."""
     uses: Counter[str] = Counter()
+    turns_with: Counter[str] = Counter()  # capitalised words: how many turns hold each
     lower: set[str] = set()
-    seen: list[str] = []
+    places: set[str] = set()
+    korean: list[str] = []
+    total = 0
     for text in texts:
-        seen.append(text)
-        lower.update(w for w in _WORD.findall(text) if w.islower())
+        total += 1
+        words = _WORD.findall(text)
+        lower.update(w for w in words if w.islower())
+        turns_with.update({w for w in words if w[0].isupper()})
+        places.update(_PLACE.findall(text))
         uses.update(_addressed(text))
-    joined = "\n".join(seen)
+        if max(text, default="a") >= "\uac00":
+            korean.append(text)
+    hangul = "\n".join(korean)
     out = set()
     for name, n in uses.items():
         if n < MIN_USES or name in _NOT_NAMES:
             continue
-        if name.isascii() and (name.lower() in lower or re.search(rf"\b(?:[Ii]n|[Ff]rom|[Aa]t|[Nn]ear) {name}\b", joined)):
+        if name.isascii() and (name.lower() in lower or name in places):
             continue  # a word of the store, or a place ("Denver, though…" and "a job in Denver")
-        if not name.isascii() and re.search(f"{name}[{_KO_VERB_AFTER}]", joined):
+        if not name.isascii() and re.search(f"{name}[{_KO_VERB_AFTER}]", hangul):
             continue
         # A name in a good share of all turns is a label the harness writes ("Sofia: …"), which search matches.
-        if sum(1 for t in seen if name in t) > LABEL_SHARE * len(seen):
+        if name.isascii() and turns_with[name] > LABEL_SHARE * total:
             continue
         out.add(name)
     return People(frozenset(out))
