@@ -90,8 +90,11 @@ def test_a_query_without_the_names() -> None:
     assert people.without("Tomorrow, Minas Tirith") == "Tomorrow, they Tirith"
     assert people.without("민호가 준비하던 시험은 무슨 시험이었어?") == "준비하던 시험은 무슨 시험이었어?"
     assert people.without("민호네 빵집 이름은?") == "민호네 빵집 이름은?", "a longer Hangul word is not the name"
-    assert searched("Mina?", people) == "they?"
-    assert searched("민호", people) == "민호", "nothing else left: the query as it is"
+    assert searched("Mina's dog?", people) == "their dog?"
+    assert searched("Mina?", people) == "Mina?", "nothing else left: the query as it is"
+    assert searched("Mina's", people) == "Mina's"
+    assert searched("Where is Mina?", people) == "Where is Mina?", "nor when only stop words are left"
+    assert searched("민호", people) == "민호"
     assert searched("Where does Mina live?", None) == "Where does Mina live?"
     assert not speakers.People(frozenset())
 

@@ -90,7 +90,7 @@ class Prepared:
 def searched(query: str, people: People | None) -> str:
     """The text searched for ``query``: without the names of a dialogue store's speakers (``speakers``), unless
     nothing else is left."""
-    return (people.without(query) or query) if people else query
+    return people.searched(query) if people else query
 
 
 class Hit:

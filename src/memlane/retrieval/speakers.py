@@ -50,6 +50,7 @@ _NAME = r"([A-Z][a-z]+|[A-Z]{3,})"
 _OPENING = re.compile(r"(?:^|(?<=[.!?]\s))" + _GREETING + _NAME + r"\s*[,!?]")  # "Hey Mel!", "Tom, that's"
 _CLOSING = re.compile(r",\s+" + _NAME + r"\s*(?:[.!?,]|$)")  # "Ice the ankle, Mina."
 _WORD = re.compile(r"[A-Za-z]+")
+_CONTENT = re.compile(r"\w+")
 _PLACE = re.compile(r"\b(?:[Ii]n|[Ff]rom|[Aa]t|[Nn]ear) ([A-Z][a-z]+)\b")
 
 _S_BASE, _S_LAST = 0xAC00, 0xD7A3
@@ -99,6 +100,15 @@ class People:
         if self._hangul is not None:
             query = self._hangul.sub("", query)
         return query.strip()
+
+    def searched(self, query: str) -> str:
+        """``query`` without the names, or as it is when nothing but the names would be left ("Mina?": a search
+        for everything about her)."""
+        from memlane.store.fulltext import STOPWORDS
+
+        rest = self.without(query)
+        words = [w for w in _CONTENT.findall(rest) if w.lower() not in STOPWORDS and w not in ("they", "their")]
+        return rest if words else query
 
 
 def _closed(syllable: str) -> bool:
