@@ -321,3 +321,33 @@ def test_a_reply_already_shown_beside_a_full_item_is_not_shown_again(proj: Path)
     reasons = {h.event.id: why for h, why in chosen.left_out}
     assert reasons[offer.id] == "a short question: its reply is shown instead"
     mem.close()
+
+
+def test_a_line_freed_by_a_reply_already_shown_goes_to_the_next_candidate(proj: Path) -> None:
+    """Five lines are taken; a short question whose reply is one of them gives no line, and the sixth
+    candidate takes the line it freed (before, the prompt got four lines and the sixth was never offered)."""
+    from memlane.embed import get_embedder
+    from memlane.retrieval.engine import Engine
+    from memlane.vectors import process_outbox
+
+    mem = Memory.open(proj)
+    cfg = config.load()
+    ask = _event(mem, "agent_response", "The one where they wanted to put condos?", "s1", pos="0")
+    reply = _event(mem, "user_prompt", "They're building the condos. Five stories. Construction starts in spring.",
+                   "s1", pos="1")  # fmt: skip
+    others = [
+        _event(mem, "agent_response", "The red bicycle, two cats and about a hundred plants.", "s2"),
+        _event(mem, "user_prompt", "My sister is moving into the blue house on Elm Street in May.", "s3"),
+        _event(mem, "agent_response", "The neighbourhood association meets on the first Monday.", "s4"),
+        _event(mem, "user_prompt", "The developer went bankrupt and the city bought the lot for a park.", "s5"),
+    ]
+    process_outbox(mem, get_embedder(mem.config.embedding))
+    index = Engine(cfg).index(mem.project.id)
+    order = [reply, ask, others[0], others[1], others[2], others[3]]
+    hits = [Hit(e, 0.5 - n * 0.05, {"lift": 1.2}, "suggested") for n, e in enumerate(order)]
+    assert cfg.injection.index_max == 5
+    chosen = choose(hits, index, cfg, mem.store)
+    shown = [h.event.id for h in chosen.index]
+    assert shown == [reply.id] + [e.id for e in others], "the sixth candidate has the freed line"
+    assert dict((h.event.id, why) for h, why in chosen.left_out)[ask.id].startswith("a short question")
+    mem.close()

@@ -124,16 +124,7 @@ def choose(hits: list[Hit], index: Any, cfg: Config, store: Any = None) -> Injec
         items = answered_items(items, question_replies(full, store, cfg))
     full = [h for item in items for h in item.hits]
     # A memory the full tier dropped as older on the same subject, or as a repeat, is not offered as a line.
-    lines = index_tier([h for h in kept if h not in first], full, cfg)
-    # The similarity rule holds for the lines too: an older memory on the subject of a shown newer one is not
-    # offered (conversation dev: stale answers shown alone 8 → 4, evidence reachable 0.39 → 0.36; replay as before).
-    survivors = {h.event.id for h in supersede(full + lines, index, cfg.retrieval.supersede_similarity)}
-    older |= {h.event.id for h in lines if h.event.id not in survivors}
-    lines = [h for h in lines if h.event.id in survivors]
-    # Only with vectors: the similarity rule above is what keeps a stale reply out (the hooks' full-text
-    # fallback, without it: stale answers shown alone on the conversations 6 -> 8 of test).
-    replies = question_replies(lines, store, cfg) if index is not None else {}
-    lines = answered_lines(lines, items, replies, cfg)
+    lines, replies = index_lines([h for h in kept if h not in first], full, items, index, store, cfg, older)
     unlisted: set[str] = set()
     if not cites_in_context(cfg):  # an index line is only its citation to open: none without citations
         unlisted = {h.event.id for h in lines}
@@ -148,6 +139,42 @@ def choose(hits: list[Hit], index: Any, cfg: Config, store: Any = None) -> Injec
         for h in considered if h.event.id not in shown
     ]  # fmt: skip
     return Injection(items, lines, left_out)
+
+
+def index_lines(
+    rest: list[Hit], full: list[Hit], items: list[Item], index: Any, store: Any, cfg: Config, older: set[str]
+) -> tuple[list[Hit], dict[str, Event]]:
+    """The index tier's lines from ``rest`` (best first), and the replies shown for short questions among them.
+
+    The lines are taken (``index_tier``), the similarity rule leaves out an older memory on the subject of a
+    shown newer one (conversation dev: stale answers shown alone 8 → 4, evidence reachable 0.39 → 0.36; replay
+    as before; its ids are added to ``older``), and a short question shows its reply (``answered_lines``). A line
+    those rules free — a question whose reply is a line already, a memory older than another — is given to the
+    next candidate, until the count or the token budget is reached.
+    """
+    icfg = cfg.injection
+    lines: list[Hit] = []
+    replies: dict[str, Event] = {}
+    pending = list(rest)
+    while pending and len(lines) < icfg.index_max:
+        batch = index_tier(pending, full + lines, cfg)[: icfg.index_max - len(lines)]
+        if not batch:
+            break
+        pending = pending[pending.index(batch[-1]) + 1 :]
+        survivors = {h.event.id for h in supersede(full + lines + batch, index, cfg.retrieval.supersede_similarity)}
+        if lines:  # a later line keeps the earlier ones: only those it brings can be older
+            survivors |= {h.event.id for h in lines}
+        older |= {h.event.id for h in lines + batch if h.event.id not in survivors}
+        lines = [h for h in lines if h.event.id in survivors]
+        batch = [h for h in batch if h.event.id in survivors]
+        # Only with vectors: the similarity rule is what keeps a stale reply out (the hooks' full-text fallback,
+        # without it: stale answers shown alone on the conversations 6 -> 8 of test).
+        if index is not None:
+            replies.update(question_replies(batch, store, cfg))
+        lines, spent = answered_lines(lines + batch, items, replies, cfg)
+        if spent:  # the token budget is reached: no further line fits
+            break
+    return lines, replies
 
 
 def cites_in_context(cfg: Config) -> bool:
@@ -287,11 +314,14 @@ def _shown(items: list[Item]) -> set[str]:
     return {h.event.id for item in items for h in item.hits} | {item.asked.id for item in items if item.asked}
 
 
-def answered_lines(lines: list[Hit], items: list[Item], replies: dict[str, Event], cfg: Config) -> list[Hit]:
+def answered_lines(
+    lines: list[Hit], items: list[Item], replies: dict[str, Event], cfg: Config
+) -> tuple[list[Hit], bool]:
     """``lines`` with each short question in ``replies`` shown as its reply, in its place and with its score
     (``question_replies``); a question whose reply is shown already is left out, and the lines stay within
-    ``injection.index_tokens``. Applied after the similarity rule, which the question passed: the reply is
-    offered on the question's match (with the English model, any two Korean texts look alike to that rule)."""
+    ``injection.index_tokens`` (True: a line was cut by it). Applied after the similarity rule, which the
+    question passed: the reply is offered on the question's match (with the English model, any two Korean texts
+    look alike to that rule)."""
     shown = _shown(items) | {h.event.id for h in lines}
     out: list[Hit] = []
     spent = 0
@@ -304,10 +334,10 @@ def answered_lines(lines: list[Hit], items: list[Item], replies: dict[str, Event
             shown.add(reply.id)
         cost = tokens(index_line(h.event, cfg.injection.gist_chars))
         if spent + cost > cfg.injection.index_tokens:
-            break
+            return out, True
         out.append(h)
         spent += cost
-    return out
+    return out, False
 
 
 def question_replies(hits: list[Hit], store: Any, cfg: Config) -> dict[str, Event]:
