@@ -176,3 +176,14 @@ def test_a_prepared_query_is_the_searched_text(chat: Memory) -> None:
     retriever = engine.retriever(chat, question)
     fresh = [h.event.id for h in retriever.search(question, limit=10)]
     assert [h.event.id for h in retriever.search(question, limit=10, query_vector=stale)] == fresh
+
+
+def test_a_name_written_in_hangul_is_no_loanword_to_look_for(chat: Memory) -> None:
+    """미나는 reads as "mina" to the loanword lexicon: a Korean question about the English conversation would
+    look for the turns that address her, as an English one did before her name was taken out."""
+    question = "미나는 지금 어디에 살아?"
+    engine = Engine(chat.config)
+    engine.speakers.get(chat.project.id, chat.store, wait=True)
+    lexicon = engine.lexicons.get(chat.project.id, chat.store, wait=True)
+    assert lexicon is not None and "mina" in lexicon.expand(question)
+    assert "mina" not in engine.retriever(chat, question)._loanwords(question)

@@ -486,7 +486,8 @@ class Retriever:
         """The store's English words that the query's Korean loanwords stand for (``loanwords``)."""
         if self.lexicon is None or not cjk.has_hangul(query):  # the hooks' fallback never has one
             return []
-        return list(self.lexicon.expand(query))
+        # A speaker's name written in Hangul (미나는 → mina) is taken out like the name itself (``speakers``).
+        return [w for w in self.lexicon.expand(query) if not (self.people and self.people.is_name(w))]
 
     def _embed_async(self, query: str, query_vector: Any) -> Any:
         """The query vector, or a future of it, or None when there is no vector side."""

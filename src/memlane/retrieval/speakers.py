@@ -72,6 +72,7 @@ class People:
 
     def __init__(self, names: frozenset[str]) -> None:
         self.names = names
+        self._lower = {n.lower() for n in names}
         latin = [n for n in names if n.isascii()]
         # The name in any case (the store never writes it in lower case), a longer form of it capitalised.
         exact = "|".join(f"(?i:{re.escape(n)})" for n in latin)
@@ -100,6 +101,10 @@ class People:
         if self._hangul is not None:
             query = self._hangul.sub("", query)
         return query.strip()
+
+    def is_name(self, word: str) -> bool:
+        """Whether ``word`` (any case) is one of the names."""
+        return word.lower() in self._lower
 
     def searched(self, query: str) -> str:
         """``query`` without the names, or as it is when nothing but the names would be left ("Mina?": a search
