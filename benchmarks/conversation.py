@@ -286,7 +286,7 @@ def injection_rows(split: str, cache: Path | None, ask: Callable[..., Any], row:
             else:
                 retriever, index = engine.retriever(memory), engine.index(memory.project.id)
                 retriever.lexicon = lexicon(memory.store) if lexicon else None
-                rcfg = fitted_config(cfg, engine.embedder)
+                rcfg = engine.shaped(memory, fitted_config(cfg, engine.embedder))  # as Engine.relevant chooses
             for q in conv.questions:
                 answer = ask(memory.store, retriever, index, rcfg, retrieval_query(q["text"], cfg), now)
                 good = {event_of[t] for t in q["evidence"]} if q["answerable"] else set()

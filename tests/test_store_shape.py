@@ -55,6 +55,16 @@ def test_the_dialogue_line_applies_unless_the_user_set_the_line(monkeypatch: pyt
     assert shaped_config(mine, True).retrieval.suggest_lift == 0.9, "a value the user set always wins"
 
 
+def test_a_dialogue_gets_one_full_item_per_session_unless_the_user_set_a_count(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cfg = config.load()
+    assert cfg.retrieval.session_items == 0, "no limit in a store of code: a session's error and its fix"
+    assert shaped_config(cfg, True).retrieval.session_items == cfg.retrieval.dialogue_session_items == 1
+    monkeypatch.setenv("MEMLANE_RETRIEVAL_SESSION_ITEMS", "2")
+    assert shaped_config(config.load(), True).retrieval.session_items == 2
+
+
 def test_the_engine_reads_the_shape_again_only_as_the_store_grows(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -351,3 +351,29 @@ def test_a_line_freed_by_a_reply_already_shown_goes_to_the_next_candidate(proj: 
     assert shown == [reply.id] + [e.id for e in others], "the sixth candidate has the freed line"
     assert dict((h.event.id, why) for h, why in chosen.left_out)[ask.id].startswith("a short question")
     mem.close()
+
+
+def test_one_full_item_per_session_and_the_rest_as_lines(proj: Path) -> None:
+    """With ``retrieval.session_items`` 1 (a store of dialogue), a session's second exchange that stands out is
+    offered as an index line, not in full; another session's item stays in full. 0 (code) keeps them all."""
+    mem = Memory.open(proj)
+    _event(mem, "user_prompt", "What did we pick for the kitchen floor?", "s1", pos="0")
+    first = _event(mem, "agent_response", "We picked the blue tiles for the kitchen floor.", "s1", pos="1")
+    asked = _event(mem, "user_prompt", "And the kitchen counters, what wood?", "s1", pos="2")
+    second = _event(mem, "agent_response", "The kitchen counters will be oak, oiled twice a year.", "s1", pos="3")
+    other = _event(mem, "agent_response", "The kitchen lights are on a dimmer now.", "s2", pos="1")
+    hits = [Hit(first, 0.9, {}, "high"), Hit(second, 0.85, {}, "high"), Hit(asked, 0.84, {}, "high"),
+            Hit(other, 0.8, {}, "high")]  # fmt: skip
+    cfg = config.load()
+    assert [i.lead.event.id for i in choose(hits, None, cfg, mem.store).items] == [first.id, second.id, other.id]
+    cfg.retrieval.session_items = 1
+    chosen = choose(hits, None, cfg, mem.store)
+    assert [i.lead.event.id for i in chosen.items] == [first.id, other.id]
+    # The exchange over the count is one line, by its lead (its answer), not a line for its prompt too.
+    assert [h.event.id for h in chosen.index] == [second.id]
+    reasons = {h.event.id: why for h, why in chosen.left_out}
+    assert reasons[asked.id] == "its session has an item in full already"
+    cfg.injection.index_max = 0
+    reasons = {h.event.id: why for h, why in choose(hits, None, cfg, mem.store).left_out}
+    assert reasons[second.id] == "its session has an item in full already"
+    mem.close()

@@ -248,6 +248,14 @@ class RetrievalConfig(Section):
         "suggest_lift in a store of dialogue (no tool calls among its latest events: a chat, a conversation), "
         "where the turn that answers stands out less than a memory of code does.",
     )
+    session_items: int = _f(
+        0, "Most full-tier items (exchanges) from one session; the rest are offered as index lines (0: no limit)."
+    )
+    dialogue_session_items: int = _f(
+        1,
+        "session_items in a store of dialogue, where one long conversation's exchanges all stand out of the "
+        "background and only one of them answers.",
+    )
     inject_relative: float = _f(
         0.5, "A further memory is injected in full only if its score is at least this share of the best one's."
     )

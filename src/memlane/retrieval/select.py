@@ -122,9 +122,15 @@ def choose(hits: list[Hit], index: Any, cfg: Config, store: Any = None) -> Injec
     items = group(full, store, cfg.injection.max_results)
     if index is not None:  # only with vectors, as the lines below
         items = answered_items(items, question_replies(full, store, cfg))
+    items, over = per_session(items, cfg.retrieval.session_items)
+    demoted = {h.event.id for item in over for h in item.hits}
     full = [h for item in items for h in item.hits]
-    # A memory the full tier dropped as older on the same subject, or as a repeat, is not offered as a line.
-    lines, replies = index_lines([h for h in kept if h not in first], full, items, index, store, cfg, older)
+    # A memory the full tier dropped as older on the same subject, or as a repeat, is not offered as a line; an
+    # item over its session's count is, by its lead (one line for the exchange: with a line each for its prompt
+    # and answer, LongMemEval-S dev lost an answer to the token budget).
+    offered = {item.lead.event.id for item in over}
+    rest = [h for h in kept if h not in first or h.event.id in offered]
+    lines, replies = index_lines(rest, full, items, index, store, cfg, older)
     unlisted: set[str] = set()
     if not cites_in_context(cfg):  # an index line is only its citation to open: none without citations
         unlisted = {h.event.id for h in lines}
@@ -135,7 +141,7 @@ def choose(hits: list[Hit], index: Any, cfg: Config, store: Any = None) -> Injec
     left_out = [
         (h, "no index tier without citations (citations.include_in_context)" if h.event.id in unlisted
          else "a short question: its reply is shown instead" if h.event.id in answered
-         else _why(h, kept_ids, older))
+         else _why(h, kept_ids, older, demoted))
         for h in considered if h.event.id not in shown
     ]  # fmt: skip
     return Injection(items, lines, left_out)
@@ -177,6 +183,23 @@ def index_lines(
     return lines, replies
 
 
+def per_session(items: list[Item], most: int) -> tuple[list[Item], list[Item]]:
+    """At most ``most`` items (best first) from one session (0: no limit), and the items over that count."""
+    if most <= 0:
+        return items, []
+    kept: list[Item] = []
+    over: list[Item] = []
+    count: dict[str, int] = {}
+    for item in items:
+        session = item.lead.event.session_id
+        if count.get(session, 0) >= most:
+            over.append(item)
+            continue
+        count[session] = count.get(session, 0) + 1
+        kept.append(item)
+    return kept, over
+
+
 def cites_in_context(cfg: Config) -> bool:
     """Whether injected memories carry their citations (``citations.enabled`` and ``include_in_context``)."""
     return bool(cfg.citations.enabled and cfg.citations.include_in_context)
@@ -205,11 +228,13 @@ def group(full: list[Hit], store: Any, most: int) -> list[Item]:
     return items
 
 
-def _why(hit: Hit, kept: set[str], older: set[str]) -> str:
+def _why(hit: Hit, kept: set[str], older: set[str], demoted: set[str]) -> str:
     if hit.event.id not in kept:
         return "replaced by a later edit"
     if hit.event.id in older:
         return "older than a memory shown on the same subject"
+    if hit.event.id in demoted:
+        return "its session has an item in full already"
     if hit.confidence == "none":
         return "below the index tier"
     if hit.confidence == "superseded":
