@@ -128,7 +128,8 @@ def choose(hits: list[Hit], index: Any, cfg: Config, store: Any = None) -> Injec
     # A memory the full tier dropped as older on the same subject, or as a repeat, is not offered as a line; an
     # item over its session's count is, by its lead (one line for the exchange: with a line each for its prompt
     # and answer, LongMemEval-S dev lost an answer to the token budget).
-    offered = {item.lead.event.id for item in over}
+    candidates = {h.event.id for h in kept}  # a reply that leads an item is not a candidate: the question is
+    offered = {next((h.event.id for h in item.hits if h.event.id in candidates), "") for item in over}
     rest = [h for h in kept if h not in first or h.event.id in offered]
     lines, replies = index_lines(rest, full, items, index, store, cfg, older)
     unlisted: set[str] = set()
