@@ -187,3 +187,17 @@ def test_a_name_written_in_hangul_is_no_loanword_to_look_for(chat: Memory) -> No
     lexicon = engine.lexicons.get(chat.project.id, chat.store, wait=True)
     assert lexicon is not None and "mina" in lexicon.expand(question)
     assert "mina" not in engine.retriever(chat, question)._loanwords(question)
+
+
+def test_a_past_question_in_a_dialogue_keeps_older_memories(chat: Memory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``Engine.relevant`` asks ``choose`` for the older memories too when a dialogue's question is about what
+    happened; a question about now, or any question in a coding store, keeps the similarity rule."""
+    from memlane.retrieval import engine as engine_mod
+
+    asked: list[bool] = []
+    real = engine_mod.choose
+    monkeypatch.setattr(engine_mod, "choose", lambda *a, **k: asked.append(a[4]) or real(*a, **k))
+    engine = Engine(chat.config)
+    engine.relevant(chat, "Where did Mina find the duplex with a yard?")
+    engine.relevant(chat, "Where does Mina live now?")
+    assert asked == [True, False]

@@ -377,3 +377,26 @@ def test_one_full_item_per_session_and_the_rest_as_lines(proj: Path) -> None:
     reasons = {h.event.id: why for h, why in choose(hits, None, cfg, mem.store).left_out}
     assert reasons[second.id] == "its session has an item in full already"
     mem.close()
+
+
+def test_a_question_about_what_happened_keeps_the_older_memory_on_its_subject(proj: Path) -> None:
+    """Of two memories on one subject from different sessions only the newer is shown (a stale answer is
+    never shown alone); a question about what happened (``history``, in a store of dialogue) wants both."""
+    from memlane.embed import get_embedder
+    from memlane.retrieval.engine import Engine
+    from memlane.vectors import process_outbox
+
+    mem = Memory.open(proj)
+    cfg = config.load()
+    older = _event(mem, "agent_response", "The Japan trip is planned for September 16 to 30, two weeks.", "s1")
+    newer = _event(mem, "agent_response", "The Japan trip is planned for April 2024 now, two weeks.", "s2")
+    process_outbox(mem, get_embedder(mem.config.embedding))
+    index = Engine(cfg).index(mem.project.id)
+    hits = [Hit(newer, 0.4, {"lift": 1.5}, "suggested"), Hit(older, 0.35, {"lift": 1.4}, "suggested")]
+    now = choose(hits, index, cfg, mem.store)
+    assert [h.event.id for h in now.index] == [newer.id]
+    reasons = {h.event.id: why for h, why in now.left_out}
+    assert reasons[older.id] == "older than a memory shown on the same subject"
+    then = choose(hits, index, cfg, mem.store, history=True)
+    assert [h.event.id for h in then.index] == [newer.id, older.id]
+    mem.close()

@@ -254,3 +254,25 @@ def test_a_korean_time_phrase_ranks_events_from_then_first(tmp_path: Path) -> No
     hits = retriever.search("which login bug did we fix last week", now=NOW)
     assert "cookie" in hits[0].event.content
     store.close()
+
+
+@pytest.mark.parametrize(
+    ("query", "past"),
+    [
+        ("Where did Mina sprain her ankle?", True),
+        ("What was the name of the first app?", True),
+        ("Were the movers late?", True),
+        ("Where does Mina live now?", False),
+        ("Is Tom still moving to Gothenburg?", False),
+        ("What did we decide, and what is it now?", False),  # a word about the present wins
+        ("What is the title of the talk?", False),
+        ("두부가 3월에 병원에서 받은 진단은 뭐였어?", True),
+        ("지수가 광안리에서 넘어져서 어디를 다쳤어?", True),
+        ("일본 여행은 지금 언제로 잡혀 있어?", False),
+        ("어디 살고 있어?", False),  # 있 is not a past ending
+        ("부모님은 어디 사셔?", False),
+        ("run `git log --did-you-mean`", False),  # code is not prose
+    ],
+)
+def test_a_question_about_what_happened(query: str, past: bool) -> None:
+    assert when.asks_about_past(query) is past

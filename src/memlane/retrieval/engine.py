@@ -18,6 +18,7 @@ from typing import Any
 
 from memlane import config
 from memlane.logs import log
+from memlane.retrieval import when
 from memlane.retrieval.cjk import has_hangul
 from memlane.retrieval.hybrid import Hit, Retriever
 from memlane.retrieval.select import Injection, by_support, choose
@@ -390,7 +391,9 @@ class Engine:
         if cfg.retrieval.cross_project:
             hits.extend(self._other_projects(memory, prompt, cfg.injection.max_results))
             hits.sort(key=lambda h: -h.score)
-        return choose(hits, self.index_for(memory), cfg, memory.store)
+        # A question about what happened, in a conversation, wants the older memories on its subject too.
+        history = self.is_dialogue(memory) and when.asks_about_past(prompt)
+        return choose(hits, self.index_for(memory), cfg, memory.store, history)
 
     def _other_projects(self, memory: Memory, prompt: str, limit: int) -> list[Hit]:
         """Only when the user enabled ``retrieval.cross_project``: memories of their other projects."""

@@ -99,13 +99,16 @@ class Injection:
         }
 
 
-def choose(hits: list[Hit], index: Any, cfg: Config, store: Any = None) -> Injection:
+def choose(hits: list[Hit], index: Any, cfg: Config, store: Any = None, history: bool = False) -> Injection:
     """The two tiers for a prompt's hits (best first), without memories a later edit replaced.
 
     With ``store``, a replaced answer takes the prompt that asked for it along, and the edit that
     replaced a chosen memory is looked up even when it is not among the hits (``drop_replaced``); the
-    full tier is grouped by exchange (``items``).
+    full tier is grouped by exchange (``items``). With ``history`` (a question about what happened, in a store
+    of dialogue: ``engine.Engine.relevant``) an older memory on the subject of a newer one is not taken for a
+    stale one: "Where did Mina sprain her ankle?" wants the sprain, not the later turn about her knee.
     """
+    similarity = 0.0 if history else cfg.retrieval.supersede_similarity
     considered = list(hits)
     kept = drop_replaced(hits, store)
     full = full_tier(kept, cfg)
@@ -116,7 +119,7 @@ def choose(hits: list[Hit], index: Any, cfg: Config, store: Any = None) -> Injec
     # supersession check that an older memory is on its subject; dropped earlier, it let superseded
     # answers through.
     first = full
-    current = supersede(full, index, cfg.retrieval.supersede_similarity)
+    current = supersede(full, index, similarity)
     older = {h.event.id for h in first} - {h.event.id for h in current}
     full = drop_repeated(current)
     items = group(full, store, cfg.injection.max_results)
@@ -131,7 +134,7 @@ def choose(hits: list[Hit], index: Any, cfg: Config, store: Any = None) -> Injec
     candidates = {h.event.id for h in kept}  # a reply that leads an item is not a candidate: the question is
     offered = {next((h.event.id for h in item.hits if h.event.id in candidates), "") for item in over}
     rest = [h for h in kept if h not in first or h.event.id in offered]
-    lines, replies = index_lines(rest, full, items, index, store, cfg, older)
+    lines, replies = index_lines(rest, full, items, index, store, cfg, older, similarity)
     unlisted: set[str] = set()
     if not cites_in_context(cfg):  # an index line is only its citation to open: none without citations
         unlisted = {h.event.id for h in lines}
@@ -149,13 +152,21 @@ def choose(hits: list[Hit], index: Any, cfg: Config, store: Any = None) -> Injec
 
 
 def index_lines(
-    rest: list[Hit], full: list[Hit], items: list[Item], index: Any, store: Any, cfg: Config, older: set[str]
+    rest: list[Hit],
+    full: list[Hit],
+    items: list[Item],
+    index: Any,
+    store: Any,
+    cfg: Config,
+    older: set[str],
+    similarity: float,
 ) -> tuple[list[Hit], dict[str, Event]]:
     """The index tier's lines from ``rest`` (best first), and the replies shown for short questions among them.
 
-    The lines are taken (``index_tier``), the similarity rule leaves out an older memory on the subject of a
-    shown newer one (conversation dev: stale answers shown alone 8 → 4, evidence reachable 0.39 → 0.36; replay
-    as before; its ids are added to ``older``), and a short question shows its reply (``answered_lines``). A line
+    The lines are taken (``index_tier``), the similarity rule (at ``similarity``; 0: off) leaves out an older
+    memory on the subject of a shown newer one (conversation dev: stale answers shown alone 8 → 4, evidence
+    reachable 0.39 → 0.36; replay as before; its ids are added to ``older``), and a short question shows its
+    reply (``answered_lines``). A line
     those rules free — a question whose reply is a line already, a memory older than another — is given to the
     next candidate, until the count or the token budget is reached.
     """
@@ -168,7 +179,7 @@ def index_lines(
         if not batch:
             break
         pending = pending[pending.index(batch[-1]) + 1 :]
-        survivors = {h.event.id for h in supersede(full + lines + batch, index, cfg.retrieval.supersede_similarity)}
+        survivors = {h.event.id for h in supersede(full + lines + batch, index, similarity)}
         if lines:  # a later line keeps the earlier ones: only those it brings can be older
             survivors |= {h.event.id for h in lines}
         older |= {h.event.id for h in lines + batch if h.event.id not in survivors}

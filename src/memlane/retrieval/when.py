@@ -77,6 +77,9 @@ _KO_WEEKDAYS = "월화수목금토일"
 # Korean ones, only for a query with Hangul in it. A hook process compiles what its prompt needs: all of
 # these at import took ~5 ms, the Korean ones 4 of it.
 _SOURCES = {
+    # A question in the past tense (asks_about_past), and words that ask about the present whatever the tense.
+    "past": r"(?i)\b(?:did|was|were|had|didn't|wasn't|weren't|hadn't)\b",
+    "present": r"(?i)\b(?:now|currently|still|these\s+days|any\s?more|nowadays)\b|지금|요즘|아직|현재",
     "day_before": r"(?i)\b(?:the\s+)?day\s+before\s+yesterday\b",
     "other_day": r"(?i)\bthe\s+other\s+day\b",
     "back": rf"(?i)\b{_COUNT}\s+{_UNIT}\s+back\b",
@@ -288,3 +291,21 @@ def closeness(ts: str, span: tuple[datetime, datetime]) -> float:
     width = max((end - start).total_seconds(), 3600.0)
     distance = (start - moment if moment < start else moment - end).total_seconds()
     return math.pow(0.5, distance / width)
+
+
+_HANGUL_FIRST, _FINAL_SS = 0xAC00, 20  # a Hangul syllable's final consonant index: ㅆ is the past ending's (했, 였)
+
+
+def asks_about_past(query: str) -> bool:
+    """Whether ``query`` asks what happened rather than how things are now: a past tense (did, was, were, had; a
+    Korean verb in the past, 받았어, 뭐였어 — a syllable with the final ㅆ other than 있) and no word about the
+    present (now, still, these days, 지금, 요즘). "Where did Mina sprain her ankle?" wants the sprain, even
+    though a later turn talks about her knee."""
+    prose = _prose(query)
+    if _pattern("present").search(prose):
+        return False
+    if _pattern("past").search(prose):
+        return True
+    return any(
+        "\uac00" <= ch <= "\ud7a3" and ch != "있" and (ord(ch) - _HANGUL_FIRST) % 28 == _FINAL_SS for ch in prose
+    )
