@@ -105,12 +105,31 @@ _TAGS = {
 }
 _HINTS = {"xml": "<private", "bracket": "[private]", "comment": "private"}
 UNCLOSED = "unclosed private tag"  # how a FilterResult warning about one starts
-_FENCE = re.compile(
+
+
+class _Lazy:
+    """A regex compiled on first use: most rules sit behind a substring gate that most texts never
+    pass, and compiling every rule up front cost each hook process ~6 ms (measured)."""
+
+    __slots__ = ("_compiled", "flags", "pattern")
+
+    def __init__(self, pattern: str, flags: int = 0) -> None:
+        self.pattern = pattern
+        self.flags = flags
+        self._compiled: re.Pattern[str] | None = None
+
+    def get(self) -> re.Pattern[str]:
+        if self._compiled is None:
+            self._compiled = re.compile(self.pattern, self.flags)
+        return self._compiled
+
+
+_FENCE = _Lazy(
     r"^[ \t]{0,3}(`{3,}|~{3,})[^\n]*\n(?:.*?\n)??[ \t]{0,3}\1[ \t]*$"  # a closed fence
     r"|^[ \t]{0,3}(`{3,}|~{3,})[^\n]*(?:\n.*)?\Z",  # an unterminated fence runs to the end
     re.MULTILINE | re.DOTALL,
 )
-_INLINE = re.compile(r"`[^`\n]+`")
+_INLINE = _Lazy(r"`[^`\n]+`")
 _token_res: dict[tuple[str, ...], re.Pattern[str]] = {}
 
 
@@ -126,8 +145,8 @@ def _token_re(formats: tuple[str, ...]) -> re.Pattern[str]:
 
 def _protected(text: str) -> list[tuple[int, int]]:
     """Spans of fenced code blocks and inline code, where tags are literal."""
-    spans = [m.span() for m in _FENCE.finditer(text)]
-    for m in _INLINE.finditer(text):
+    spans = [m.span() for m in _FENCE.get().finditer(text)]
+    for m in _INLINE.get().finditer(text):
         if not any(s <= m.start() < e for s, e in spans):
             spans.append(m.span())
     return spans
@@ -185,23 +204,6 @@ def _strip_private(text: str, cfg: PrivacyConfig, result: FilterResult) -> str:
         last = end
     out.append(text[last:])
     return "".join(out)
-
-
-class _Lazy:
-    """A regex compiled on first use: most rules sit behind a substring gate that most texts never
-    pass, and compiling every rule up front cost each hook process ~6 ms (measured)."""
-
-    __slots__ = ("_compiled", "flags", "pattern")
-
-    def __init__(self, pattern: str, flags: int = 0) -> None:
-        self.pattern = pattern
-        self.flags = flags
-        self._compiled: re.Pattern[str] | None = None
-
-    def get(self) -> re.Pattern[str]:
-        if self._compiled is None:
-            self._compiled = re.compile(self.pattern, self.flags)
-        return self._compiled
 
 
 # ---- secrets -----------------------------------------------------------------------------------
@@ -451,13 +453,11 @@ _STRONG_WORDS = (
 )
 # Strong key names: any non-placeholder value is a secret. ``PGPASSWORD``/``csrftoken`` end in the
 # word without a separator; ``bypass``/``monkeypwd`` do not count (short words need the separator).
-_SECRET_KEY = re.compile(
-    rf"(?i)(?:^|[_.-])(?:{_STRONG_WORDS})$|(?:password|passwd|passphrase|secret|apikey|token|pass)$"
-)
+_SECRET_KEY = _Lazy(rf"(?i)(?:^|[_.-])(?:{_STRONG_WORDS})$|(?:password|passwd|passphrase|secret|apikey|token|pass)$")
 # Words that end in "pass" and are not one (smtppass, dbpass and rootpass are).
 _NOT_PASS = ("bypass", "compass", "overpass", "underpass", "trespass", "surpass", "encompass", "askpass", "sspass")
 # Weak key names (``ENCRYPTION_KEY`` is strong; ``sort_key``, ``auth`` need a high-entropy value).
-_WEAK_KEY = re.compile(r"(?i)(?:^|[_.-])(?:key|auth|pat)$|(?:^|[_.-])(?:php|j)?sess(?:ion)?id$")
+_WEAK_KEY = _Lazy(r"(?i)(?:^|[_.-])(?:key|auth|pat)$|(?:^|[_.-])(?:php|j)?sess(?:ion)?id$")
 # Values that are words about the secret, not the secret ("password: required", "token is invalid").
 _STOP = frozenset(
     " ".join(
@@ -486,9 +486,9 @@ def _key_tier(name: str) -> int:
     name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name.strip())  # camelCase → snake_case
     if name.lower().endswith(_NOT_PASS):
         return 0
-    if _SECRET_KEY.search(name):
+    if _SECRET_KEY.get().search(name):
         return 1
-    return 2 if _WEAK_KEY.search(name) else 0
+    return 2 if _WEAK_KEY.get().search(name) else 0
 
 
 def _placeholder(value: str, marker: str) -> bool:
@@ -551,11 +551,11 @@ def _entropy(v: str) -> float:
     return -sum(k / n * math.log2(k / n) for k in counts.values())
 
 
-_CAMEL = re.compile(r"[A-Za-z][a-z]+(?:[A-Z][a-z]+)*")
-_SNAKE = re.compile(r"_*[a-z]+(?:_+[a-z]+)+")
-_CONST = re.compile(r"_*[A-Z]+(?:_[A-Z0-9]+)+")
-_HEADER = re.compile(r"[A-Z][a-z]*(?:-[A-Z][a-z]*)+")
-_KEBAB = re.compile(r"[a-z]+(?:[-_]+[a-z]+)+")
+_CAMEL = _Lazy(r"[A-Za-z][a-z]+(?:[A-Z][a-z]+)*")
+_SNAKE = _Lazy(r"_*[a-z]+(?:_+[a-z]+)+")
+_CONST = _Lazy(r"_*[A-Z]+(?:_[A-Z0-9]+)+")
+_HEADER = _Lazy(r"[A-Z][a-z]*(?:-[A-Z][a-z]*)+")
+_KEBAB = _Lazy(r"[a-z]+(?:[-_]+[a-z]+)+")
 _DOC_WORDS = frozenset(
     {"key", "token", "secret", "password", "api", "example", "some", "my", "your", "test", "sample", "auth"}
 )
@@ -592,17 +592,17 @@ def _secret_value(text: str, vs: int, ve: int, tier: int, colon: bool, marker: s
         return True  # PGPASSWORD=20240117: digits, but under a password key a password all the same
     if _placeholder(value, marker) or _path_like(value):
         return False
-    if _SNAKE.fullmatch(value) or _CONST.fullmatch(value) or _HEADER.fullmatch(value):
+    if _SNAKE.get().fullmatch(value) or _CONST.get().fullmatch(value) or _HEADER.get().fullmatch(value):
         return False  # token=refresh_token, token = TOKEN_BLOCK_END, "X-Xet-Access-Token": names, not values
     if tier == 2:
         return _random_looking(value)
-    if _KEBAB.fullmatch(value) and _DOC_WORDS & set(re.split(r"[-_]+", value)):
+    if _KEBAB.get().fullmatch(value) and _DOC_WORDS & set(re.split(r"[-_]+", value)):
         return False  # api_key="fal-ai-api-key", "some-key": documentation placeholders
     if value.count(" ") >= 5:
         return False  # a quoted sentence ("Use a User Access Token. Prefer setting …"), not a passphrase
-    if colon and _CAMEL.fullmatch(value) and sum(c.isupper() for c in value) >= 2:
+    if colon and _CAMEL.get().fullmatch(value) and sum(c.isupper() for c in value) >= 2:
         return False  # password: SecretStr: a type in a class body
-    if colon and _CAMEL.fullmatch(value) and text[ve : ve + 3].lstrip()[:1] in ("=", ",", ")", "|", "]"):
+    if colon and _CAMEL.get().fullmatch(value) and text[ve : ve + 3].lstrip()[:1] in ("=", ",", ")", "|", "]"):
         return False  # token: TokenOpt = None: a type annotation
     if _plain_word(value.rstrip(".,!?")):
         if value.rstrip(".,!?").lower() in _STOP:
