@@ -1,6 +1,7 @@
 """Conversational memory: long two-person dialogues, one memlane project each, asked what was said in them.
 
     python benchmarks/conversation.py [--split dev|test|all] [--mode text|hybrid] [--cache DIR] [--json] [--show]
+    python benchmarks/conversation.py --e2e [--split …] [--cache DIR]   # through the real hook and daemon
 
 The corpus (benchmarks/conversation/data/, written for memlane; checked by benchmarks/conversation/validate.py)
 holds eight conversations of 15-25 dated sessions between two people, four for tuning (dev) and four held
@@ -25,6 +26,10 @@ measures, per split and kind:
   silent            unanswerable questions with nothing injected
   stale alone       knowledge updates where a replaced turn is injected and no evidence turn is
 
+With ``--e2e`` every answerable question goes through `memlane hook UserPromptSubmit` in a new process with a
+real daemon answering (as a held-out harness asks), and the evidence turns cited in what the hook returns are
+compared with the engine's answer for the same question.
+
 Questions are asked the day after the last session (``asked_at``), which anchors "last month" and the like.
 ``evaluate()`` returns one record per question (the ranked hits, the gate's candidates and the selection,
 with event and turn ids, scores and confidences) so other injection decisions can be measured on it.
@@ -36,6 +41,7 @@ import argparse
 import hashlib
 import json
 import os
+import re
 import shutil
 import statistics
 import sys
@@ -114,7 +120,8 @@ def build(
     from memlane.store import Store
 
     os.environ["MEMLANE_HOME"] = str(workdir / "home")
-    proj = project.Project(f"conv-{conv.id}", workdir / conv.id, conv.id)
+    (workdir / conv.id).mkdir(parents=True, exist_ok=True)
+    proj = project.identify(workdir / conv.id)  # the project a hook run in that folder finds (``--e2e``)
     proj.db_path.parent.mkdir(parents=True, exist_ok=True)
     store = Store(proj.db_path, proj.id)
     batch, turn_ids = [], []
@@ -297,6 +304,98 @@ def injection_rows(split: str, cache: Path | None, ask: Callable[..., Any], row:
             shutil.rmtree(workdir, ignore_errors=True)
 
 
+# ---- the real hook, end to end ----------------------------------------------------------------------------
+
+_CITE = re.compile(r"\[(mem:[0-9a-z]+)\]")
+
+
+def e2e(split: str, cache: Path | None, convs: list[Conversation] | None = None) -> dict[str, Any]:
+    """Every answerable question of ``split`` through `memlane hook UserPromptSubmit` (a new process, as Claude
+    Code runs it) with a real daemon (`memlane serve`, warm), as a held-out harness asks: is an evidence turn
+    cited anywhere in what the hook returns (either tier)? Beside it the engine's answer (``today``, the
+    daemon's code called in this process with the question's ``now``) for the same questions.
+
+    Capture is off (the questions do not become memories of each other); the daemon runs on the wall clock,
+    so a question's relative time phrase ("last month") means something else to it than to the engine.
+    """
+    import subprocess
+    import uuid
+
+    from memlane import config
+    from memlane.daemon import client, state
+
+    cfg = config.load()
+    out: dict[str, Any] = {"questions": 0, "hook": 0, "engine": 0, "same": 0, "deadline_missed": 0, "ms": []}
+    for conv in convs if convs is not None else conversations(split):
+        workdir = Path(tempfile.mkdtemp(prefix=f"conv-e2e-{conv.id}-"))
+        try:
+            memory, event_of = build(conv, workdir, cfg, True, cache)
+            turn_of = {e.cite: t for t, e_id in event_of.items() for e in memory.store.by_ids([e_id])}
+            now = datetime.fromisoformat(conv.asked_at.replace("Z", "+00:00"))
+            engine = _hook_engine(cfg, True, {"now": now})
+            engine.speakers.get(memory.project.id, memory.store, wait=True)
+            root = str(memory.project.root)
+            env = {**os.environ, "MEMLANE_CAPTURE_ENABLED": "false", "MEMLANE_DAEMON_AUTOSTART": "false"}
+            memory.close()
+            daemon = subprocess.Popen(
+                [sys.executable, "-m", "memlane", "serve", "--port", "0", "--quiet", "--no-worker"],
+                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            )  # fmt: skip
+            try:
+                for _ in range(600):
+                    if state.read_info():
+                        break
+                    time.sleep(0.1)
+                else:
+                    raise SystemExit("the daemon did not start")
+                client.call("/api/search", {"cwd": root, "query": "warm up the model", "limit": 1}, 120_000)
+                from memlane.memory import Memory
+
+                mem = Memory.open(root)
+                for q in conv.questions:
+                    if not q["answerable"]:
+                        continue
+                    payload = {
+                        "session_id": str(uuid.uuid4()), "transcript_path": os.devnull, "cwd": root,
+                        "hook_event_name": "UserPromptSubmit", "prompt": q["text"], "prompt_id": str(uuid.uuid4()),
+                        "permission_mode": "default",
+                    }  # fmt: skip
+                    t0 = time.perf_counter()
+                    done = subprocess.run(
+                        [sys.executable, "-m", "memlane", "hook", "UserPromptSubmit"],
+                        cwd=root, env=env, input=json.dumps(payload), capture_output=True, text=True, timeout=60,
+                    )  # fmt: skip
+                    out["ms"].append((time.perf_counter() - t0) * 1000)
+                    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"] if done.stdout else ""
+                    cited = {turn_of.get(c) for c in _CITE.findall(context)}
+                    chosen = engine.relevant(mem, q["text"], [])
+                    told = {turn_of.get(h.event.cite) for item in chosen.items for h in item.hits}
+                    told |= {turn_of.get(item.asked.cite) for item in chosen.items if item.asked}
+                    told |= {turn_of.get(h.event.cite) for h in chosen.index}
+                    hook, eng = bool(cited & set(q["evidence"])), bool(told & set(q["evidence"]))
+                    out["questions"] += 1
+                    out["hook"] += hook
+                    out["engine"] += eng
+                    out["same"] += hook == eng
+                mem.close()
+                log = Path(os.environ["MEMLANE_HOME"]) / "logs" / "hooks.log"
+                text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+                out["deadline_missed"] += text.count("daemon did not answer in time")
+            finally:
+                daemon.terminate()
+                daemon.wait(timeout=30)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+    ms = sorted(out.pop("ms"))
+    n = max(out["questions"], 1)
+    return {
+        **out,
+        "hook_reachable": round(out["hook"] / n, 3),
+        "engine_reachable": round(out["engine"] / n, 3),
+        "hook_ms_p50": round(ms[len(ms) // 2], 1) if ms else None,
+    }
+
+
 # ---- metrics ----------------------------------------------------------------------------------------------
 
 
@@ -422,12 +521,16 @@ def main() -> None:
     ap.add_argument("--records", type=Path, help="also write every question's record (JSON lines) here")
     ap.add_argument("--show", action="store_true", help="list the questions the hook got wrong")
     ap.add_argument("--conversation", action="append", help="only this conversation id (repeatable)")
+    ap.add_argument("--e2e", action="store_true", help="ask through the real hook process and a real daemon")
     args = ap.parse_args()
     convs = conversations(args.split)
     if args.conversation:
         convs = [c for c in convs if c.id in args.conversation]
         if not convs:
             raise SystemExit(f"no conversation {', '.join(args.conversation)} in split {args.split}")
+    if args.e2e:
+        print(json.dumps(e2e(args.split, args.cache, convs)))
+        return
     started = time.time()
     records = evaluate(args.split, args.mode, args.cache, convs=convs, quiet=args.json)
     if args.records:
