@@ -325,7 +325,8 @@ def e2e(split: str, cache: Path | None, convs: list[Conversation] | None = None)
     from memlane.daemon import client, state
 
     cfg = config.load()
-    out: dict[str, Any] = {"questions": 0, "hook": 0, "engine": 0, "same": 0, "deadline_missed": 0, "ms": []}
+    out: dict[str, Any] = {"questions": 0, "hook": 0, "engine": 0, "same": 0, "deadline_missed": 0, "ms": [],
+                           "differ": []}  # fmt: skip
     for conv in convs if convs is not None else conversations(split):
         workdir = Path(tempfile.mkdtemp(prefix=f"conv-e2e-{conv.id}-"))
         try:
@@ -377,6 +378,8 @@ def e2e(split: str, cache: Path | None, convs: list[Conversation] | None = None)
                     out["hook"] += hook
                     out["engine"] += eng
                     out["same"] += hook == eng
+                    if hook != eng:
+                        out["differ"].append(q["id"])
                 mem.close()
                 log = Path(os.environ["MEMLANE_HOME"]) / "logs" / "hooks.log"
                 text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
