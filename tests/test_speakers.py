@@ -109,6 +109,13 @@ def test_no_names_for_a_store_without_a_file_of_its_own(tmp_path: Path) -> None:
     store.append(_turns(1))
     found = speakers.of_store(store)
     assert found is not None and found.names == frozenset({"Mina", "Joel"})
+    # A pasted log is read only as far as a turn's opening: names, not megabytes.
+    store.append([NewEvent("user_prompt", "s9", "Joel, look at this: " + "x = 1\n" * 200_000, "big", {})])
+    from memlane.store import peek
+
+    turns = peek.recent_turns(store.file, speakers.TURNS, speakers.TURN_CHARS)
+    assert max(len(t) for t in turns) == speakers.TURN_CHARS
+    assert speakers.of_store(store).names == frozenset({"Mina", "Joel"})  # type: ignore[union-attr]
     store.close()
 
 

@@ -31,7 +31,8 @@ from collections.abc import Iterable
 
 MIN_USES = 2  # a vocative seen once may be a word at the start of a sentence ("Anyway, …")
 LONGER_FORM = 4  # letters a question's form of a name may add (Mel → Melanie)
-TURNS = 5_000  # the latest prompts and answers read for the names
+TURNS = 5_000  # the latest prompts and answers read for the names...
+TURN_CHARS = 2_000  # ...each up to this long (people are addressed as a turn opens; a pasted log is not read)
 LABEL_SHARE = 0.4  # a name in more of the turns than this is a label written into each of its speaker's turns
 
 # Words that open a turn as a name would ("Congratulations!", "Anyway, …"), never taken for one.
@@ -173,4 +174,4 @@ def of_store(store: object) -> People | None:
         return None
     from memlane.store import peek
 
-    return names(peek.recent_turns(file, TURNS))
+    return names(peek.recent_turns(file, TURNS, TURN_CHARS))

@@ -36,13 +36,14 @@ def recent_prompts(file: str | os.PathLike[str], limit: int = 200, timeout: floa
         return [str(r[0]) for r in rows]
 
 
-def recent_turns(file: str | os.PathLike[str], limit: int, timeout: float = 5.0) -> list[str]:
-    """The texts of the store's latest user prompts and agent answers (``retrieval.speakers`` reads names from
-    them)."""
+def recent_turns(file: str | os.PathLike[str], limit: int, chars: int, timeout: float = 5.0) -> list[str]:
+    """The first ``chars`` characters of the store's latest user prompts and agent answers (``retrieval.speakers``
+    reads names from them; a pasted log is not read whole)."""
     with closing(_read_only(file, timeout)) as conn:
         rows = conn.execute(
-            "SELECT content FROM events WHERE type IN ('user_prompt', 'agent_response') ORDER BY seq DESC LIMIT ?",
-            (limit,),
+            "SELECT substr(content, 1, ?) FROM events WHERE type IN ('user_prompt', 'agent_response')"
+            " ORDER BY seq DESC LIMIT ?",
+            (chars, limit),
         )
         return [str(r[0]) for r in rows]
 
