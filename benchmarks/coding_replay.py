@@ -33,6 +33,7 @@ too, so results do not drift with the date the benchmark is run on.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gzip
 import json
 import math
@@ -44,6 +45,7 @@ import sys
 import tempfile
 import time
 from collections import Counter
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -423,6 +425,63 @@ def above_replacement(events: list[Any], replaced: dict[str, str]) -> int:
 _LINE = re.compile(r"^- \[(mem:[0-9a-z]+)\] (\((high|suggested|none), [0-9.]+\) )?")
 
 
+E2E_ENV = {"MEMLANE_CAPTURE_ENABLED": "false", "MEMLANE_DAEMON_AUTOSTART": "false", "MEMLANE_LOGGING_LEVEL": "debug"}
+
+
+@contextlib.contextmanager
+def warm_daemon(root: str, env: dict[str, str]) -> Iterator[None]:
+    """A real daemon (`memlane serve`, no worker) for the data dir of ``env``, its model warm, stopped after."""
+    from memlane.daemon import client, state
+
+    daemon = subprocess.Popen(
+        [sys.executable, "-m", "memlane", "serve", "--port", "0", "--quiet", "--no-worker"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        for _ in range(600):
+            if state.read_info():
+                break
+            time.sleep(0.1)
+        else:
+            raise SystemExit("the daemon did not start")
+        client.call("/api/search", {"cwd": root, "query": "warm up the model", "limit": 1}, 120_000)
+        yield
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=30)
+
+
+def hook_context(root: str, env: dict[str, str], prompt: str) -> tuple[str, float]:
+    """(the context `memlane hook UserPromptSubmit` returns for ``prompt`` in a new process, its time in ms)."""
+    import uuid
+
+    payload = {
+        "session_id": str(uuid.uuid4()),
+        "transcript_path": os.devnull,
+        "cwd": root,
+        "hook_event_name": "UserPromptSubmit",
+        "prompt": prompt,
+        "prompt_id": str(uuid.uuid4()),
+        "permission_mode": "default",
+    }
+    t0 = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "memlane", "hook", "UserPromptSubmit"],
+        cwd=root,
+        env=env,
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    ms = (time.perf_counter() - t0) * 1000
+    if not done.stdout.strip():
+        return "", ms
+    return json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"], ms
+
+
 def run_e2e(memory: Any, queries: list[dict[str, Any]], rows: list[dict[str, Any]], quiet: bool) -> dict[str, Any]:
     """Each prompt through `memlane hook UserPromptSubmit` (a new process, as Claude Code runs it) with a real
     daemon (`memlane serve`, warm) answering within ``daemon.hook_deadline_ms`` or the full-text fallback.
@@ -430,19 +489,10 @@ def run_e2e(memory: Any, queries: list[dict[str, Any]], rows: list[dict[str, Any
     Capture is switched off (MEMLANE_CAPTURE_ENABLED=false) so the prompts do not become memories of each
     other; the daemon runs on the wall clock (no pinned ``now``). Adds a ``hook_e2e`` column to ``rows``.
     """
-    import uuid
-
-    from memlane.daemon import client, state
-
-    root = str(memory.project.root)
-    env = {
-        **os.environ,
-        "MEMLANE_CAPTURE_ENABLED": "false",
-        "MEMLANE_DAEMON_AUTOSTART": "false",
-        "MEMLANE_LOGGING_LEVEL": "debug",
-    }
     from memlane import paths
 
+    root = str(memory.project.root)
+    env = {**os.environ, **E2E_ENV}
     hook_log = paths.logs_dir() / "hooks.log"
 
     def fallbacks() -> int:
@@ -452,49 +502,15 @@ def run_e2e(memory: Any, queries: list[dict[str, Any]], rows: list[dict[str, Any
             return 0
 
     by_cite = {e.cite: e for e in memory.store.iter_events()}
-    daemon = subprocess.Popen(
-        [sys.executable, "-m", "memlane", "serve", "--port", "0", "--quiet", "--no-worker"],
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
     stats: dict[str, Any] = {"prompts": 0, "deadline_missed": 0, "ms": []}
-    try:
-        for _ in range(600):
-            if state.read_info():
-                break
-            time.sleep(0.1)
-        else:
-            raise SystemExit("the daemon did not start")
-        client.call("/api/search", {"cwd": root, "query": "warm up the model", "limit": 1}, 120_000)
+    with warm_daemon(root, env):
         for q, row in zip(queries, rows, strict=True):
-            payload = {
-                "session_id": str(uuid.uuid4()),
-                "transcript_path": os.devnull,
-                "cwd": root,
-                "hook_event_name": "UserPromptSubmit",
-                "prompt": q["query"],
-                "prompt_id": str(uuid.uuid4()),
-                "permission_mode": "default",
-            }
             before = fallbacks()
-            t0 = time.perf_counter()
-            done = subprocess.run(
-                [sys.executable, "-m", "memlane", "hook", "UserPromptSubmit"],
-                cwd=root,
-                env=env,
-                input=json.dumps(payload),
-                capture_output=True,
-                text=True,
-                timeout=60,
-            )
-            stats["ms"].append((time.perf_counter() - t0) * 1000)
+            context, ms = hook_context(root, env, q["query"])
+            stats["ms"].append(ms)
             missed = fallbacks() > before
             stats["prompts"] += 1
             stats["deadline_missed"] += missed
-            context = ""
-            if done.stdout.strip():
-                context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
             cites = [m.group(1) for line in context.splitlines() if (m := _LINE.match(line))]
             evs = [by_cite[c] for c in cites if c in by_cite]
             expect, stale = q.get("expect") or [], q.get("stale") or []
@@ -506,9 +522,6 @@ def run_e2e(memory: Any, queries: list[dict[str, Any]], rows: list[dict[str, Any
                 "cites": cites,
                 "deadline_missed": missed,
             }
-    finally:
-        daemon.terminate()
-        daemon.wait(timeout=30)
     ms = sorted(stats.pop("ms"))
     stats["hook_ms_p50"] = round(ms[len(ms) // 2], 1) if ms else None
     stats["hook_ms_max"] = round(ms[-1], 1) if ms else None

@@ -318,11 +318,10 @@ def e2e(split: str, cache: Path | None, convs: list[Conversation] | None = None)
     Capture is off (the questions do not become memories of each other); the daemon runs on the wall clock,
     so a question's relative time phrase ("last month") means something else to it than to the engine.
     """
-    import subprocess
-    import uuid
+    from coding_replay import E2E_ENV, hook_context, warm_daemon
 
     from memlane import config
-    from memlane.daemon import client, state
+    from memlane.memory import Memory
 
     cfg = config.load()
     out: dict[str, Any] = {"questions": 0, "hook": 0, "engine": 0, "same": 0, "deadline_missed": 0, "ms": [],
@@ -336,38 +335,15 @@ def e2e(split: str, cache: Path | None, convs: list[Conversation] | None = None)
             engine = _hook_engine(cfg, True, {"now": now})
             engine.speakers.get(memory.project.id, memory.store, wait=True)
             root = str(memory.project.root)
-            env = {**os.environ, "MEMLANE_CAPTURE_ENABLED": "false", "MEMLANE_DAEMON_AUTOSTART": "false"}
+            env = {**os.environ, **E2E_ENV}
             memory.close()
-            daemon = subprocess.Popen(
-                [sys.executable, "-m", "memlane", "serve", "--port", "0", "--quiet", "--no-worker"],
-                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-            )  # fmt: skip
-            try:
-                for _ in range(600):
-                    if state.read_info():
-                        break
-                    time.sleep(0.1)
-                else:
-                    raise SystemExit("the daemon did not start")
-                client.call("/api/search", {"cwd": root, "query": "warm up the model", "limit": 1}, 120_000)
-                from memlane.memory import Memory
-
+            with warm_daemon(root, env):
                 mem = Memory.open(root)
                 for q in conv.questions:
                     if not q["answerable"]:
                         continue
-                    payload = {
-                        "session_id": str(uuid.uuid4()), "transcript_path": os.devnull, "cwd": root,
-                        "hook_event_name": "UserPromptSubmit", "prompt": q["text"], "prompt_id": str(uuid.uuid4()),
-                        "permission_mode": "default",
-                    }  # fmt: skip
-                    t0 = time.perf_counter()
-                    done = subprocess.run(
-                        [sys.executable, "-m", "memlane", "hook", "UserPromptSubmit"],
-                        cwd=root, env=env, input=json.dumps(payload), capture_output=True, text=True, timeout=60,
-                    )  # fmt: skip
-                    out["ms"].append((time.perf_counter() - t0) * 1000)
-                    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"] if done.stdout else ""
+                    context, ms = hook_context(root, env, q["text"])
+                    out["ms"].append(ms)
                     cited = {turn_of.get(c) for c in _CITE.findall(context)}
                     chosen = engine.relevant(mem, q["text"], [])
                     told = {turn_of.get(h.event.cite) for item in chosen.items for h in item.hits}
@@ -381,12 +357,9 @@ def e2e(split: str, cache: Path | None, convs: list[Conversation] | None = None)
                     if hook != eng:
                         out["differ"].append(q["id"])
                 mem.close()
-                log = Path(os.environ["MEMLANE_HOME"]) / "logs" / "hooks.log"
-                text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
-                out["deadline_missed"] += text.count("daemon did not answer in time")
-            finally:
-                daemon.terminate()
-                daemon.wait(timeout=30)
+            log = Path(os.environ["MEMLANE_HOME"]) / "logs" / "hooks.log"
+            text = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+            out["deadline_missed"] += text.count("daemon did not answer in time")
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
     ms = sorted(out.pop("ms"))
