@@ -35,6 +35,14 @@ def has_hangul(text: str) -> bool:
     return re.search(_HANGUL, text) is not None
 
 
+_SYLLABLE_FIRST = 0xAC00
+
+
+def final_consonant(syllable: str) -> int:
+    """The index of a Hangul syllable's final consonant (받침): 0 for none, 20 for ㅆ (the past ending of 했, 였)."""
+    return (ord(syllable) - _SYLLABLE_FIRST) % 28
+
+
 def content_word(run: str, min_left: int = 2) -> str:
     """A run of CJK letters without its trailing particle, when ``min_left`` letters or more remain; "" for a run
     that is only a particle (the 에서 of ``CI에서``)."""

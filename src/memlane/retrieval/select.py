@@ -131,8 +131,8 @@ def choose(hits: list[Hit], index: Any, cfg: Config, store: Any = None, history:
     # A memory the full tier dropped as older on the same subject, or as a repeat, is not offered as a line; an
     # item over its session's count is, by its lead (one line for the exchange: with a line each for its prompt
     # and answer, LongMemEval-S dev lost an answer to the token budget).
-    candidates = {h.event.id for h in kept}  # a reply that leads an item is not a candidate: the question is
-    offered = {next((h.event.id for h in item.hits if h.event.id in candidates), "") for item in over}
+    kept_ids = {h.event.id for h in kept}  # a reply that leads an item is not a candidate: the question is
+    offered = {next((h.event.id for h in item.hits if h.event.id in kept_ids), "") for item in over}
     rest = [h for h in kept if h not in first or h.event.id in offered]
     lines, replies = index_lines(rest, full, items, index, store, cfg, older, similarity)
     unlisted: set[str] = set()
@@ -140,7 +140,6 @@ def choose(hits: list[Hit], index: Any, cfg: Config, store: Any = None, history:
         unlisted = {h.event.id for h in lines}
         lines = []
     shown = {h.event.id for h in full + lines}
-    kept_ids = {h.event.id for h in kept}
     answered = {q for q, reply in replies.items() if reply.id in shown | _shown(items)}
     left_out = [
         (h, "no index tier without citations (citations.include_in_context)" if h.event.id in unlisted
@@ -166,9 +165,8 @@ def index_lines(
     The lines are taken (``index_tier``), the similarity rule (at ``similarity``; 0: off) leaves out an older
     memory on the subject of a shown newer one (conversation dev: stale answers shown alone 8 → 4, evidence
     reachable 0.39 → 0.36; replay as before; its ids are added to ``older``), and a short question shows its
-    reply (``answered_lines``). A line
-    those rules free — a question whose reply is a line already, a memory older than another — is given to the
-    next candidate, until the count or the token budget is reached.
+    reply (``answered_lines``). A line those rules free — a question whose reply is a line already, a memory
+    older than another — is given to the next candidate, until the count or the token budget is reached.
     """
     icfg = cfg.injection
     lines: list[Hit] = []
@@ -179,11 +177,9 @@ def index_lines(
         if not batch:
             break
         pending = pending[pending.index(batch[-1]) + 1 :]
+        # A later line keeps the earlier ones: only those it brings can be older.
         survivors = {h.event.id for h in supersede(full + lines + batch, index, similarity)}
-        if lines:  # a later line keeps the earlier ones: only those it brings can be older
-            survivors |= {h.event.id for h in lines}
-        older |= {h.event.id for h in lines + batch if h.event.id not in survivors}
-        lines = [h for h in lines if h.event.id in survivors]
+        older |= {h.event.id for h in batch if h.event.id not in survivors}
         batch = [h for h in batch if h.event.id in survivors]
         # Only with vectors: the similarity rule is what keeps a stale reply out (the hooks' full-text fallback,
         # without it: stale answers shown alone on the conversations 6 -> 8 of test).

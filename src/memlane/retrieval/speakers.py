@@ -29,6 +29,8 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 
+from memlane.retrieval.cjk import final_consonant
+
 MIN_USES = 2  # a vocative seen once may be a word at the start of a sentence ("Anyway, …")
 LONGER_FORM = 4  # letters a question's form of a name may add (Mel → Melanie)
 TURNS = 5_000  # the latest prompts and answers read for the names...
@@ -54,7 +56,6 @@ _WORD = re.compile(r"[A-Za-z]+")
 _CONTENT = re.compile(r"\w+")
 _PLACE = re.compile(r"\b(?:[Ii]n|[Ff]rom|[Aa]t|[Nn]ear) ([A-Z][a-z]+)\b")
 
-_S_BASE, _S_LAST = 0xAC00, 0xD7A3
 # A Korean vocative: a two- or three-syllable name and 야 (after a vowel) or 아 (after a consonant), opening
 # a turn or a sentence and followed by a space, punctuation or the end.
 _KO_VOCATIVE = re.compile(r"(?:^|(?<=[.!?…]\s))([\uac00-\ud7a3]{2,3})([야아])(?=[\s,!.?…~]|$)")
@@ -117,11 +118,6 @@ class People:
         return rest if words else query
 
 
-def _closed(syllable: str) -> bool:
-    """Whether a Hangul syllable ends in a consonant (받침)."""
-    return (ord(syllable) - _S_BASE) % 28 != 0
-
-
 def _addressed(text: str) -> Iterable[str]:
     """The names ``text`` addresses someone by."""
     for pattern in (_OPENING, _CLOSING):
@@ -129,7 +125,7 @@ def _addressed(text: str) -> Iterable[str]:
             yield m.group(1).capitalize()
     for m in _KO_VOCATIVE.finditer(text):
         stem, ending = m.groups()
-        if _closed(stem[-1]) == (ending == "아"):  # 야 after a vowel, 아 after a consonant
+        if bool(final_consonant(stem[-1])) == (ending == "아"):  # 야 after a vowel, 아 after a consonant
             yield stem
 
 

@@ -16,6 +16,8 @@ import math
 import re
 from datetime import datetime, timedelta
 
+from memlane.retrieval.cjk import final_consonant, has_hangul
+
 _NUMBERS = {
     "a": 1,
     "an": 1,
@@ -190,7 +192,7 @@ def _english(prose: str, now: datetime) -> _Found | None:
 
 
 def _korean(prose: str, now: datetime) -> _Found | None:
-    if not re.search("[\uac00-\ud7a3]", prose):
+    if not has_hangul(prose):
         return None
     span: tuple[datetime, datetime] | None
     if m := _pattern("ko_ago").search(prose):
@@ -293,7 +295,7 @@ def closeness(ts: str, span: tuple[datetime, datetime]) -> float:
     return math.pow(0.5, distance / width)
 
 
-_HANGUL_FIRST, _FINAL_SS = 0xAC00, 20  # a Hangul syllable's final consonant index: ㅆ is the past ending's (했, 였)
+_FINAL_SS = 20  # the final consonant ㅆ: the past ending's (했, 였)
 
 
 def asks_about_past(query: str) -> bool:
@@ -307,5 +309,5 @@ def asks_about_past(query: str) -> bool:
     if _pattern("past").search(prose):
         return True
     return any(
-        "\uac00" <= ch <= "\ud7a3" and ch != "있" and (ord(ch) - _HANGUL_FIRST) % 28 == _FINAL_SS for ch in prose
+        "\uac00" <= ch <= "\ud7a3" and ch != "있" and final_consonant(ch) == _FINAL_SS for ch in prose
     )
