@@ -400,3 +400,25 @@ def test_a_question_about_what_happened_keeps_the_older_memory_on_its_subject(pr
     then = choose(hits, index, cfg, mem.store, history=True)
     assert [h.event.id for h in then.index] == [newer.id, older.id]
     mem.close()
+
+
+def test_an_item_over_its_session_s_count_led_by_a_reply_is_offered_by_its_question(proj: Path) -> None:
+    """An item whose lead is a short question's reply (``answered_items``) is not a candidate itself: over its
+    session's count, the item is offered by the question, whose line then shows the reply."""
+    from memlane.embed import get_embedder
+    from memlane.retrieval.engine import Engine
+    from memlane.vectors import process_outbox
+
+    mem = Memory.open(proj)
+    cfg = config.load()
+    first = _event(mem, "agent_response", "The knee surgery is at St. Mary's with Dr. Patel.", "s1", pos="1")
+    ask = _event(mem, "agent_response", "So when is the knee surgery now?", "s1", pos="3")
+    reply = _event(mem, "user_prompt", "June 6. She wants me on the new pills for two months first.", "s1", pos="4")
+    process_outbox(mem, get_embedder(mem.config.embedding))
+    index = Engine(cfg).index(mem.project.id)
+    cfg.retrieval.session_items = 1
+    cfg.retrieval.supersede_similarity = 0.0  # the two knee turns are one subject to the similarity rule
+    chosen = choose([Hit(first, 0.9, {}, "high"), Hit(ask, 0.85, {}, "high")], index, cfg, mem.store)
+    assert [i.lead.event.id for i in chosen.items] == [first.id]
+    assert [h.event.id for h in chosen.index] == [reply.id]
+    mem.close()
