@@ -1,12 +1,14 @@
 """What reaches Claude, on every corpus: search recall and the two injection tiers, per corpus and split.
 
-    python benchmarks/injection.py [--split dev|test|all] [--corpus replay,lme,conversation]
+    python benchmarks/injection.py [--split dev|test|all] [--corpus replay,replay-ko,lme,conversation]
                                    [--lme PATH] [--lme-stride 4] [--cache DIR] [--json] [--dump FILE]
 
 Corpora (each with a fixed dev and test split; tune on dev, report test):
 
 - **replay**: the coding replay (``benchmarks/coding_replay/``): one dense project's Claude Code and Codex
   history, 91 prompts with an answer and 36 without (English and Korean).
+- **replay-ko**: the same store, asked the English prompts of the replay (and its no-match prompts) in Korean
+  as a Korean developer would write them (``coding_replay/queries_ko.jsonl``), with the same answers.
 - **lme**: LongMemEval-S (``--lme``, default ``../shared/data/longmemeval/…``; skipped with a note when
   absent), every ``--lme-stride``-th question of the split; its abstention questions (``_abs``) are the
   no-match prompts. Answer-bearing memories are the turns marked ``has_answer``.
@@ -43,7 +45,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-CORPORA = ("replay", "lme", "conversation")
+CORPORA = ("replay", "replay-ko", "lme", "conversation")
 
 
 def default_lme() -> Path:
@@ -123,13 +125,14 @@ def people(store: Any) -> Any:
     return speakers.of_store(store) if not TEXT_ONLY and store_is_dialogue(store) else None
 
 
-def replay_rows(split: str, cache: Path | None) -> Iterator[dict[str, Any]]:
+def replay_rows(split: str, cache: Path | None, korean: bool = False) -> Iterator[dict[str, Any]]:
+    """The coding replay's prompts (``korean``: their Korean versions, ``queries_ko.jsonl``, as corpus replay-ko)."""
     import coding_replay as cr
 
     from memlane.retrieval.engine import fitted_config, shaped_config, store_is_dialogue
     from memlane.retrieval.hybrid import Retriever
 
-    queries = cr.load_queries(cr.HERE / "queries.jsonl", split)
+    queries = cr.load_queries(cr.HERE / ("queries_ko.jsonl" if korean else "queries.jsonl"), split)
     cr.load_sessions(cr.HERE / "transcripts")
     workdir = (cache.resolve() / cr.cache_key(cr.HERE / "transcripts", False)) if cache else None
     temp = None
@@ -156,8 +159,8 @@ def replay_rows(split: str, cache: Path | None) -> Iterator[dict[str, Any]]:
             good = {e.id for e in events if q.get("expect") and cr.matches(e, q["expect"])}
             stale = {e.id for e in events if q.get("stale") and cr.matches(e, q["stale"])}
             answer = ask(memory.store, retriever, index, cfg, q["query"], now)
-            yield row("replay", q["id"], q["split"], q["category"], q.get("lang", "en"), bool(q.get("expect")),
-                      answer, good, stale)  # fmt: skip
+            yield row("replay-ko" if korean else "replay", q["id"], q["split"], q["category"], q.get("lang", "en"),
+                      bool(q.get("expect")), answer, good, stale)  # fmt: skip
         memory.close()
     finally:
         if temp is not None:
@@ -301,7 +304,7 @@ def print_table(results: dict[str, dict[str, dict[str, Any]]]) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--split", choices=["dev", "test", "all"], default="dev")
-    ap.add_argument("--corpus", default=",".join(CORPORA), help="comma-separated: replay, lme, conversation")
+    ap.add_argument("--corpus", default=",".join(CORPORA), help="comma-separated: " + ", ".join(CORPORA))
     ap.add_argument("--lme", type=Path, default=None, help="LongMemEval-S file (default: ../shared/data/…)")
     ap.add_argument("--lme-stride", type=int, default=4, help="every K-th LongMemEval question of the split")
     ap.add_argument("--cache", type=Path, help="keep built stores and vectors here between runs")
@@ -320,6 +323,7 @@ def main() -> None:
     lme_path = args.lme or default_lme()
     sources: dict[str, Callable[[str], Iterator[dict[str, Any]]]] = {
         "replay": lambda split: replay_rows(split, args.cache),
+        "replay-ko": lambda split: replay_rows(split, args.cache, korean=True),
         "lme": lambda split: lme_rows(split, lme_path, args.lme_stride, args.cache),
         "conversation": lambda split: conversation_rows(split, args.cache),
     }

@@ -193,7 +193,7 @@ def test_a_name_written_in_hangul_is_no_loanword_to_look_for(chat: Memory) -> No
     engine.speakers.get(chat.project.id, chat.store, wait=True)
     lexicon = engine.lexicons.get(chat.project.id, chat.store, wait=True)
     assert lexicon is not None and "mina" in lexicon.expand(question)
-    assert "mina" not in engine.retriever(chat, question)._loanwords(question)
+    assert "mina" not in engine.retriever(chat, question)._english_of_korean(question)
 
 
 def test_a_past_question_in_a_dialogue_keeps_older_memories(chat: Memory, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -332,16 +332,17 @@ class Retriever:
         if tool or file or failed:  # tool history (store.records.TOOL_FILTERS): only tool calls qualify
             filters.update(types=["tool_observation"], tool=tool, file=file, failed=failed)
         pending = self._embed_async(query, query_vector) if uses_vectors(query, rcfg, self.embedder) else None
-        # English words of the store for the prompt's Korean loanwords (``loanwords``): the word index looks for
-        # them as alternatives of the Korean words they stand for (they do not raise the ideal a memory is
-        # measured against, so a memory that matches the Korean itself keeps its share), and an English-only
-        # model, which cannot read the Korean, is asked about them and the prompt's Latin words.
+        # English words of the store for the prompt's Korean words (``loanwords``): loanwords by sound, others by
+        # the glossary (``glossary``). The word index looks for them as alternatives of the Korean words they stand
+        # for (they do not raise the ideal a memory is measured against, so a memory that matches the Korean itself
+        # keeps its share), and an English-only model, which cannot read the Korean, is asked about them and the
+        # prompt's Latin words.
         alternatives: frozenset[str] = frozenset()
-        if loans := self._loanwords(query):
-            alternatives = frozenset(loans)
-            words = f"{words} {' '.join(loans)}"
+        if english := self._english_of_korean(query):
+            alternatives = frozenset(english)
+            words = f"{words} {' '.join(english)}"
             if pending is None and self.embedder is not None:
-                pending = self._embed_async(" ".join([*re.findall(_LATIN, query), *loans]), None)
+                pending = self._embed_async(" ".join([*re.findall(_LATIN, query), *english]), None)
         text_hits = self.store.fts(words, limit=rcfg.candidates, exclude_ids=exclude_ids, **filters)
         inside = None
         if span is not None:  # also the best matches from the time the query names, however few
@@ -423,8 +424,8 @@ class Retriever:
         for hit in hits:
             hit.sources["lift"] = rise = scoring.lift(hit.score, level)
             hit.confidence = "superseded" if "superseded" in hit.sources else scoring.tier(hit.score, rise, rcfg)
-            if loans and hit.confidence == "high" and not cjk.has_hangul(hit.event.content):
-                # Found through the English of a loanword, not through what the prompt says: an index line.
+            if alternatives and hit.confidence == "high" and not cjk.has_hangul(hit.event.content):
+                # Found through the English of its Korean words, not through what the prompt says: an index line.
                 hit.confidence = "suggested"
             if hit.confidence != "superseded" and "rank_lift" in hit.sources:
                 key = hit.sources["rank"]
@@ -482,12 +483,14 @@ class Retriever:
                     hits.append(Hit(event, c.score, c.sources))
         return hits
 
-    def _loanwords(self, query: str) -> list[str]:
-        """The store's English words that the query's Korean loanwords stand for (``loanwords``)."""
+    def _english_of_korean(self, query: str) -> list[str]:
+        """The store's English words for the query's Korean words (``loanwords``): its loanwords, then the
+        glossary's translations of its other words."""
         if self.lexicon is None or not cjk.has_hangul(query):  # the hooks' fallback never has one
             return []
+        found = dict.fromkeys([*self.lexicon.expand(query), *self.lexicon.translate(query)])
         # A speaker's name written in Hangul (미나는 → mina) is taken out like the name itself (``speakers``).
-        return [w for w in self.lexicon.expand(query) if not (self.people and self.people.is_name(w))]
+        return [w for w in found if not (self.people and self.people.is_name(w))]
 
     def _embed_async(self, query: str, query_vector: Any) -> Any:
         """The query vector, or a future of it, or None when there is no vector side."""

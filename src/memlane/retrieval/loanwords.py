@@ -25,6 +25,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from memlane.retrieval import glossary
 from memlane.retrieval.cjk import content_word
 from memlane.retrieval.per_store import PerStore
 
@@ -245,6 +246,7 @@ _HANGUL_RUN = re.compile(r"[\uac00-\ud7a3]+")
 
 
 MIN_KEY = 3  # characters of a key, dots included: two consonants at least ("T.K", docker)
+MAX_FORMS = 2  # forms of a translated word searched for (delete, deleted), the store's most frequent first
 
 
 class Lexicon:
@@ -252,6 +254,7 @@ class Lexicon:
 
     def __init__(self, vocabulary: Iterable[tuple[str, int]]) -> None:
         self.by_key: dict[str, list[tuple[int, str]]] = {}
+        self.forms: dict[str, list[tuple[int, str]]] = {}  # the store's inflected forms of a word (``glossary``)
         self.words = 0
         for term, docs in vocabulary:
             if not _ASCII_WORD.fullmatch(term):
@@ -260,7 +263,8 @@ class Lexicon:
             for key in english_keys(term):
                 if len(key) >= MIN_KEY:
                     self.by_key.setdefault(key, []).append((docs, term))
-        for entries in self.by_key.values():
+            self.forms.setdefault(glossary.english_key(term), []).append((docs, term))
+        for entries in [*self.by_key.values(), *self.forms.values()]:
             entries.sort(reverse=True)
 
     def english(self, word: str) -> list[str]:
@@ -294,6 +298,19 @@ class Lexicon:
                     out[term] = None
         return list(out)
 
+    def translate(self, query: str) -> list[str]:
+        """The store's words for the English that ``glossary`` gives the Korean words of ``query`` (삭제 → delete,
+        deleted: the forms it holds, most frequent first), in the query's order, each once."""
+        out: dict[str, None] = {}
+        for run in _HANGUL_RUN.findall(query):
+            word = content_word(run, min_left=1)
+            # The words of any Korean question (지금, 오늘, 처음: now, today, first) say nothing of its subject.
+            if word in NATIVE or glossary.stem(word) in NATIVE:
+                continue
+            for key in glossary.english(word):
+                out.update((term, None) for _, term in self.forms.get(key, ())[:MAX_FORMS])
+        return list(out)
+
 
 # A loanword is often a verb with 하다 or 되다 (캐시해, 배포했어, 머지된): the stem is the loanword.
 _VERB_ENDINGS = (
@@ -318,6 +335,7 @@ def of_store(store: object) -> Lexicon | None:
         return None
     from memlane.store import peek
 
+    glossary.entries()  # read here, on the building thread, not by the first Korean search
     return Lexicon(peek.vocabulary(file))
 
 

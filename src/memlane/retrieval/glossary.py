@@ -1,0 +1,76 @@
+"""English words for the Korean words of a prompt: a glossary of software Korean, read from real translations.
+
+The loanword lexicon (``loanwords``) finds 마이그레이션 → migration by sound, but most Korean that developers
+write about their code is Sino-Korean or native: 중복 (duplicate), 날짜 (date), 권한 (permission), 번역
+(translation), 삭제 (delete). A prompt made of those shared no word with the English history it asks about,
+and the default model cannot read Korean, so it found nothing.
+
+``glossary_ko.tsv`` holds about two thousand such words with their English, learned by
+``benchmarks/ko_glossary.py`` from the Korean message catalogs of free software (git, PostgreSQL, coreutils,
+GTK, glib, …: 33,000 English messages with their Korean translations) by how often a Korean word and an
+English word are in the same message and its translation, plus the ISO names of countries and languages (일본
+→ Japan). Only the English words a store itself holds are searched for (``Lexicon.expand``), in any of their
+inflected forms there (delete, deleted, deletes). Stdlib only; read once per process, on first use.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+
+# Korean verbs and adjectives glue their endings to the stem: 삭제합니다, 삭제했어, 생성된, 설정되어 all have the
+# noun the glossary knows (삭제, 생성, 설정) before a 하다/되다/시키다 ending or the copula (각도입니다). Longest first.
+_ENDINGS = """
+하시겠습니까 하겠습니까 되었습니다 되었습니까 했었는데 했습니다 합니다 됩니다 되었음
+하십시오 했었지 했었어 했는데 했어요 하는데 하려면 하려는 시킵니다 시키는 시킨 시키기
+하지 하여 하고 하는 하면 하기 하세요 해야 해서 해요 했던 했어 했지 했음 됐음 됐어
+되지 되는 되어 되면 되기 할지 입니다 이므로 이며 이고 이다 된 할 한 함 됨 될 해 했 됐 돼 하 되
+"""
+ENDINGS = tuple(sorted(_ENDINGS.split(), key=len, reverse=True))
+MIN_SYLLABLES = 2  # a one-syllable Korean word (물, 일, 수) is too ambiguous to translate
+# Words that frame a question ("how much", "for how long", "why", "how to"): their English in a question is a stop
+# word ("why did CI break" is "CI가 깨진 이유"), while the glossary's English for them is a word of content
+# (reason, method) or, for 얼마, a wrong one.
+_FRAME = "얼마 동안 전에 방법 이유"
+FRAME = frozenset(_FRAME.split())
+
+
+def stem(word: str) -> str:
+    """``word`` without a 하다/되다/시키다 ending when two syllables or more remain (삭제했어 → 삭제)."""
+    for ending in ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= MIN_SYLLABLES:
+            return word[: -len(ending)]
+    return word
+
+
+def english_key(word: str) -> str:
+    """What the inflected forms of an English word share (delete, deletes, deleted → delet; files → file)."""
+    word = word.lower()
+    for suffix in ("ing", "ed", "es", "s", "e"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3 and not (suffix == "s" and word.endswith("ss")):
+            return word[: -len(suffix)]
+    return word
+
+
+@functools.cache
+def entries() -> dict[str, tuple[str, ...]]:
+    """Korean word → its English words, best first (``english_key`` forms), from ``glossary_ko.tsv``."""
+    text = resources.files("memlane.retrieval").joinpath("glossary_ko.tsv").read_text(encoding="utf-8")
+    out: dict[str, tuple[str, ...]] = {}
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        korean, _, english = line.partition("\t")
+        out[korean] = tuple(english_key(w) for w in english.split(","))
+    return out
+
+
+def english(word: str) -> tuple[str, ...]:
+    """The English keys of the Korean ``word`` (its particle already stripped), as it is or without its ending."""
+    known = entries()
+    if word in FRAME:
+        return ()
+    for form in dict.fromkeys((word, stem(word))):
+        if len(form) >= MIN_SYLLABLES and form in known:
+            return known[form]
+    return ()
