@@ -1,6 +1,6 @@
 """What reaches Claude, on every corpus: search recall and the two injection tiers, per corpus and split.
 
-    python benchmarks/injection.py [--split dev|test|all] [--corpus replay,replay-ko,lme,conversation]
+    python benchmarks/injection.py [--split dev|test|all] [--corpus replay,replay-ko,replay-para,lme,conversation]
                                    [--lme PATH] [--lme-stride 4] [--cache DIR] [--json] [--dump FILE]
 
 Corpora (each with a fixed dev and test split; tune on dev, report test):
@@ -9,6 +9,9 @@ Corpora (each with a fixed dev and test split; tune on dev, report test):
   history, 91 prompts with an answer and 36 without (English and Korean).
 - **replay-ko**: the same store, asked the English prompts of the replay (and its no-match prompts) in Korean
   as a Korean developer would write them (``coding_replay/queries_ko.jsonl``), with the same answers.
+- **replay-para**: the same prompts as another developer would ask them without the exact names (identifiers,
+  libraries, error text described in other words: ``coding_replay/queries_para.jsonl``), with the same answers.
+  Both were written by another writer than the replay's prompts, without looking at how memlane searches.
 - **lme**: LongMemEval-S (``--lme``, default ``../shared/data/longmemeval/…``; skipped with a note when
   absent), every ``--lme-stride``-th question of the split; its abstention questions (``_abs``) are the
   no-match prompts. Answer-bearing memories are the turns marked ``has_answer``.
@@ -45,7 +48,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-CORPORA = ("replay", "replay-ko", "lme", "conversation")
+CORPORA = ("replay", "replay-ko", "replay-para", "lme", "conversation")
 
 
 def default_lme() -> Path:
@@ -125,14 +128,16 @@ def people(store: Any) -> Any:
     return speakers.of_store(store) if not TEXT_ONLY and store_is_dialogue(store) else None
 
 
-def replay_rows(split: str, cache: Path | None, korean: bool = False) -> Iterator[dict[str, Any]]:
-    """The coding replay's prompts (``korean``: their Korean versions, ``queries_ko.jsonl``, as corpus replay-ko)."""
+def replay_rows(split: str, cache: Path | None, variant: str = "") -> Iterator[dict[str, Any]]:
+    """The coding replay's prompts; with a ``variant``, the other writer's versions of its English prompts
+    (``ko``: in Korean, ``queries_ko.jsonl``; ``para``: in other words, ``queries_para.jsonl``), as corpus
+    ``replay-ko`` / ``replay-para``."""
     import coding_replay as cr
 
     from memlane.retrieval.engine import fitted_config, shaped_config, store_is_dialogue
     from memlane.retrieval.hybrid import Retriever
 
-    queries = cr.load_queries(cr.HERE / ("queries_ko.jsonl" if korean else "queries.jsonl"), split)
+    queries = cr.load_queries(cr.HERE / (f"queries_{variant}.jsonl" if variant else "queries.jsonl"), split)
     cr.load_sessions(cr.HERE / "transcripts")
     workdir = (cache.resolve() / cr.cache_key(cr.HERE / "transcripts", False)) if cache else None
     temp = None
@@ -159,8 +164,8 @@ def replay_rows(split: str, cache: Path | None, korean: bool = False) -> Iterato
             good = {e.id for e in events if q.get("expect") and cr.matches(e, q["expect"])}
             stale = {e.id for e in events if q.get("stale") and cr.matches(e, q["stale"])}
             answer = ask(memory.store, retriever, index, cfg, q["query"], now)
-            yield row("replay-ko" if korean else "replay", q["id"], q["split"], q["category"], q.get("lang", "en"),
-                      bool(q.get("expect")), answer, good, stale)  # fmt: skip
+            yield row(f"replay-{variant}" if variant else "replay", q["id"], q["split"], q["category"],
+                      q.get("lang", "en"), bool(q.get("expect")), answer, good, stale)  # fmt: skip
         memory.close()
     finally:
         if temp is not None:
@@ -323,7 +328,8 @@ def main() -> None:
     lme_path = args.lme or default_lme()
     sources: dict[str, Callable[[str], Iterator[dict[str, Any]]]] = {
         "replay": lambda split: replay_rows(split, args.cache),
-        "replay-ko": lambda split: replay_rows(split, args.cache, korean=True),
+        "replay-ko": lambda split: replay_rows(split, args.cache, "ko"),
+        "replay-para": lambda split: replay_rows(split, args.cache, "para"),
         "lme": lambda split: lme_rows(split, lme_path, args.lme_stride, args.cache),
         "conversation": lambda split: conversation_rows(split, args.cache),
     }

@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "benchmarks" / "coding_replay.py"
 
@@ -35,18 +37,21 @@ def test_fixtures_and_queries_fit_together() -> None:
     assert len(manifest) >= 59 and {m["cli"] for m in manifest.values()} == {"claude", "codex"}
 
 
-def test_the_korean_prompts_mirror_the_english_ones() -> None:
-    """``queries_ko.jsonl`` (corpus replay-ko of benchmarks/injection.py) asks every English prompt in Korean, with the
-    same answers, splits and clock."""
+@pytest.mark.parametrize("variant", ["ko", "para"])
+def test_the_other_writers_prompts_mirror_the_english_ones(variant: str) -> None:
+    """``queries_ko.jsonl`` and ``queries_para.jsonl`` (corpora replay-ko and replay-para of benchmarks/injection.py)
+    ask every English prompt again, in Korean or in other words, with the same answers, splits and clock."""
     folder = ROOT / "benchmarks" / "coding_replay"
     english = [json.loads(x) for x in (folder / "queries.jsonl").read_text().splitlines()]
-    korean = [json.loads(x) for x in (folder / "queries_ko.jsonl").read_text(encoding="utf-8").splitlines()]
+    other = [json.loads(x) for x in (folder / f"queries_{variant}.jsonl").read_text(encoding="utf-8").splitlines()]
     english = [q for q in english if q["lang"] == "en"]
-    assert [q["id"] for q in korean] == [q["id"] for q in english]
+    assert [q["id"] for q in other] == [q["id"] for q in english]
     same = ("split", "category", "now", "expect", "stale")
-    for en, ko in zip(english, korean, strict=True):
-        assert {k: ko[k] for k in same} == {k: en[k] for k in same}, en["id"]
-        assert ko["lang"] == "ko" and any("\uac00" <= ch <= "\ud7a3" for ch in ko["query"]), en["id"]
+    for en, q in zip(english, other, strict=True):
+        assert {k: q[k] for k in same} == {k: en[k] for k in same}, en["id"]
+        assert q["query"] != en["query"], en["id"]
+        if variant == "ko":
+            assert q["lang"] == "ko" and any("\uac00" <= ch <= "\ud7a3" for ch in q["query"]), en["id"]
 
 
 def test_text_only_run(tmp_path: Path) -> None:
