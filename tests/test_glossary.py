@@ -50,6 +50,9 @@ def test_a_prompt_word_is_looked_up_without_its_ending() -> None:
     assert glossary.english("얼마") == (), "a word that frames the question is not translated"
     assert glossary.english("물") == (), "one syllable: too ambiguous"
     assert glossary.english("없는말이다") == ()
+    assert glossary.without_request("삭제해주세요") == "삭제"
+    assert glossary.english("삭제해줘") == glossary.english("삭제")
+    assert glossary.without_request("주세요") == "" and glossary.without_request("주소") == "주소"
 
 
 def test_english_forms_share_a_key() -> None:

@@ -167,3 +167,13 @@ def test_a_search_does_not_wait_for_a_long_build(tmp_path: Path, monkeypatch: py
         threading.Event().wait(0.05)
     assert lex is not None and lex.english("도커") == ["docker"]
     store.close()
+
+
+def test_a_request_ending_is_no_loanword() -> None:
+    """주세요 and 써줘 (please / write it) sound like "juso" and "search": the request is cut off first, and only the
+    verb before it is looked up (캐시해 주세요 → 캐시 → cache)."""
+    lex = Lexicon([("juso", 6), ("search", 9), ("cache", 4), ("haiku", 1)])
+    assert lex.expand("조용한 키보드 추천해 주세요") == []
+    assert lex.expand("가을 하이쿠 하나 써줘") == ["haiku"]
+    assert lex.expand("그 결과를 캐시해줘") == ["cache"]
+    assert lex.expand("그 결과 캐시해 주세요") == ["cache"]

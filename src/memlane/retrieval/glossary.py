@@ -16,6 +16,7 @@ inflected forms there (delete, deleted, deletes). Stdlib only; read once per pro
 from __future__ import annotations
 
 import functools
+import re
 from importlib import resources
 
 # Korean verbs and adjectives glue their endings to the stem: 삭제합니다, 삭제했어, 생성된, 설정되어 all have the
@@ -33,6 +34,16 @@ MIN_SYLLABLES = 2  # a one-syllable Korean word (물, 일, 수) is too ambiguous
 # (reason, method) or, for 얼마, a wrong one.
 _FRAME = "얼마 동안 전에 방법 이유"
 FRAME = frozenset(_FRAME.split())
+
+
+# A request glued to its verb (캐시해 주세요, 써줘, 알려줘요): the verb is before it, and the request itself (주세요)
+# is no word of the subject. A loanword lookup of the whole took 써줘 for "search" and 주세요 for "juso".
+_REQUEST = re.compile(r"(?:해|하여|해서)?(?:주세요|주십시오|주실래요|줄래요|줄래|줘요|줘)$")
+
+
+def without_request(word: str) -> str:
+    """``word`` without a request ending (추가해줘 → 추가, 써줘 → 써, 주세요 → "")."""
+    return _REQUEST.sub("", word)
 
 
 def stem(word: str) -> str:
@@ -68,6 +79,7 @@ def entries() -> dict[str, tuple[str, ...]]:
 def english(word: str) -> tuple[str, ...]:
     """The English keys of the Korean ``word`` (its particle already stripped), as it is or without its ending."""
     known = entries()
+    word = without_request(word)
     if word in FRAME:
         return ()
     for form in dict.fromkeys((word, stem(word))):

@@ -292,7 +292,7 @@ class Lexicon:
         """English words for the Korean loanwords of ``query``, in the query's order, each once."""
         out: dict[str, None] = {}
         for run in _HANGUL_RUN.findall(query):
-            bare = content_word(run, min_left=1)  # 큐는 → 큐, too short to look up
+            bare = glossary.without_request(content_word(run, min_left=1))  # 큐는 → 큐 (too short), 캐시해줘 → 캐시
             for word in dict.fromkeys((bare, stem(bare))):
                 for term in self.english(word):
                     out[term] = None
