@@ -87,11 +87,19 @@ class Conversation:
         return h.hexdigest()[:12]
 
 
-def conversations(split: str = "all", data: Path = DATA) -> list[Conversation]:
-    """The corpus's conversations of ``split`` (dev, test or all), in id order."""
+OTHER = Path(__file__).resolve().parent / "conversation" / "other"  # another writer's questions (``other``)
+
+
+def conversations(split: str = "all", data: Path = DATA, other: bool = False) -> list[Conversation]:
+    """The corpus's conversations of ``split`` (dev, test or all), in id order; with ``other``, those that have
+    another writer's questions (``conversation/other/cN.json``), with those questions instead of their own."""
     out = []
     for path in sorted(data.glob("c*.json"), key=lambda p: int(p.stem[1:])):
         raw = json.loads(path.read_text(encoding="utf-8"))
+        if other:
+            if not (OTHER / path.name).exists():
+                continue
+            raw["questions"] = json.loads((OTHER / path.name).read_text(encoding="utf-8"))
         if split in ("all", raw["split"]):
             out.append(Conversation(**raw))
     if split not in ("all", "dev", "test"):
@@ -272,16 +280,17 @@ def evaluate(
 
 
 def injection_rows(split: str, cache: Path | None, ask: Callable[..., Any], row: Callable[..., Any],
-                   text_only: bool = False, lexicon: Callable[[Any], Any] | None = None,
+                   text_only: bool = False, lexicon: Callable[[Any], Any] | None = None, other: bool = False,
                    ) -> Iterable[dict[str, Any]]:  # fmt: skip
-    """The questions of ``split`` through ``benchmarks/injection.py``'s ``ask`` (the hook's two tiers), as its rows."""
+    """The questions of ``split`` through ``benchmarks/injection.py``'s ``ask`` (the hook's two tiers), as its rows
+    (``other``: another writer's questions, as corpus conversation-other)."""
     from memlane import config
     from memlane.capture.inject import retrieval_query
     from memlane.retrieval.engine import fitted_config
     from memlane.retrieval.hybrid import Retriever
 
     cfg = config.load()
-    for conv in conversations(split):
+    for conv in conversations(split, other=other):
         workdir = Path(tempfile.mkdtemp(prefix=f"conv-{conv.id}-"))
         try:
             memory, event_of = build(conv, workdir, cfg, not text_only, cache)
@@ -297,8 +306,8 @@ def injection_rows(split: str, cache: Path | None, ask: Callable[..., Any], row:
             for q in conv.questions:
                 answer = ask(memory.store, retriever, index, rcfg, retrieval_query(q["text"], cfg), now)
                 good = {event_of[t] for t in q["evidence"]} if q["answerable"] else set()
-                yield row("conversation", q["id"], conv.split, q["kind"], q["lang"], q["answerable"], answer,
-                          good, {event_of[t] for t in q["stale"]})  # fmt: skip
+                yield row("conversation-other" if other else "conversation", q["id"], conv.split, q["kind"], q["lang"],
+                          q["answerable"], answer, good, {event_of[t] for t in q["stale"]})  # fmt: skip
             memory.close()
         finally:
             shutil.rmtree(workdir, ignore_errors=True)

@@ -1,6 +1,6 @@
 """What reaches Claude, on every corpus: search recall and the two injection tiers, per corpus and split.
 
-    python benchmarks/injection.py [--split dev|test|all] [--corpus replay,replay-ko,replay-para,lme,conversation]
+    python benchmarks/injection.py [--split dev|test|all] [--corpus replay,replay-ko,replay-para,lme,conversation,…]
                                    [--lme PATH] [--lme-stride 4] [--cache DIR] [--json] [--dump FILE]
 
 Corpora (each with a fixed dev and test split; tune on dev, report test):
@@ -17,6 +17,8 @@ Corpora (each with a fixed dev and test split; tune on dev, report test):
   no-match prompts. Answer-bearing memories are the turns marked ``has_answer``.
 - **conversation**: long two-person dialogues, one store each (``benchmarks/conversation/``), with
   questions they answer and on-topic questions they do not.
+- **conversation-other**: the English dialogues with another writer's questions (``conversation/other/``),
+  written in LoCoMo's style without seeing the corpus's own questions or memlane's code.
 
 Per corpus and split it prints:
 
@@ -48,7 +50,7 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 
-CORPORA = ("replay", "replay-ko", "replay-para", "lme", "conversation")
+CORPORA = ("replay", "replay-ko", "replay-para", "lme", "conversation", "conversation-other")
 
 
 def default_lme() -> Path:
@@ -200,13 +202,13 @@ def lme_rows(split: str, path: Path, stride: int, cache: Path | None) -> Iterato
             shutil.rmtree(workdir, ignore_errors=True)
 
 
-def conversation_rows(split: str, cache: Path | None) -> Iterator[dict[str, Any]]:
+def conversation_rows(split: str, cache: Path | None, other: bool = False) -> Iterator[dict[str, Any]]:
     try:
         import conversation as conv
     except ImportError:
         print("conversation corpus: benchmarks/conversation.py not found; skipped", file=sys.stderr)
         return
-    yield from conv.injection_rows(split, cache, ask, row, text_only=TEXT_ONLY, lexicon=lexicon)
+    yield from conv.injection_rows(split, cache, ask, row, text_only=TEXT_ONLY, lexicon=lexicon, other=other)
 
 
 def row(
@@ -282,7 +284,7 @@ COLUMNS = [
 
 
 def print_table(results: dict[str, dict[str, dict[str, Any]]]) -> None:
-    head = f"{'corpus':14}{'split':6}{'n (m/nm)':>11}" + "".join(f"{name:>16}" for name, _ in COLUMNS)
+    head = f"{'corpus':20}{'split':6}{'n (m/nm)':>11}" + "".join(f"{name:>16}" for name, _ in COLUMNS)
     print(head)
     for corpus, splits in results.items():
         for split, s in splits.items():
@@ -296,7 +298,7 @@ def print_table(results: dict[str, dict[str, dict[str, Any]]]) -> None:
                     cells.append(f"{fmt(s['full_per_prompt'])}/{fmt(s['index_per_prompt'])}")
             if s["korean"]:
                 cells[-2] = f"{cells[-2]} ({s['korean']})"
-            print(f"{corpus:14}{split:6}{s['match']:>6}/{s['nomatch']:<4}" + "".join(f"{c:>16}" for c in cells))
+            print(f"{corpus:20}{split:6}{s['match']:>6}/{s['nomatch']:<4}" + "".join(f"{c:>16}" for c in cells))
     print("\nreachable by kind (full in brackets):")
     for corpus, splits in results.items():
         for split, s in splits.items():
@@ -332,6 +334,7 @@ def main() -> None:
         "replay-para": lambda split: replay_rows(split, args.cache, "para"),
         "lme": lambda split: lme_rows(split, lme_path, args.lme_stride, args.cache),
         "conversation": lambda split: conversation_rows(split, args.cache),
+        "conversation-other": lambda split: conversation_rows(split, args.cache, other=True),
     }
     if "lme" in corpora and not lme_path.exists():
         print(f"LongMemEval not found at {lme_path}: skipped (pass --lme PATH)", file=sys.stderr)

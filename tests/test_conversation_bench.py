@@ -227,3 +227,20 @@ def test_a_bad_conversation_id_is_a_one_line_error(tmp_path: Path) -> None:
     done = run_cli("--split", "dev", "--mode", "text", "--conversation", "c99", home=tmp_path)
     assert done.returncode != 0
     assert done.stderr.strip() == "no conversation c99 in split dev"
+
+
+def test_another_writers_questions_pass_the_checks() -> None:
+    """``conversation/other/cN.json`` (corpus conversation-other of benchmarks/injection.py): another writer's
+    questions about the English dialogues of both splits, held to the corpus's checks (their unanswerable
+    questions carry no key terms)."""
+    other = bench.OTHER
+    convs = []
+    for c in validate.load():
+        if (other / f"{c['id']}.json").exists():
+            convs.append({**c, "questions": json.loads((other / f"{c['id']}.json").read_text(encoding="utf-8"))})
+    assert {c["id"] for c in convs} == {"c1", "c2", "c3", "c5", "c6", "c7"}
+    assert [p for p in validate.check(convs) if "without key terms" not in p] == []
+    for c in convs:
+        assert all(q["id"].startswith(f"{c['id']}:o") for q in c["questions"]), c["id"]
+        assert any(not q["answerable"] for q in c["questions"]) and any(q["kind"] == "multi" for q in c["questions"])
+    assert [c.id for c in bench.conversations("test", other=True)] == ["c5", "c6", "c7"]
