@@ -1,16 +1,16 @@
 """English words for the Korean words of a prompt: a glossary of software Korean, read from real translations.
 
-The loanword lexicon (``loanwords``) finds 마이그레이션 → migration by sound, but most Korean that developers
+The loanword lexicon (``loanwords``) finds 마이그레이션 → migration by sound, but much of the Korean developers
 write about their code is Sino-Korean or native: 중복 (duplicate), 날짜 (date), 권한 (permission), 번역
 (translation), 삭제 (delete). A prompt made of those shared no word with the English history it asks about,
 and the default model cannot read Korean, so it found nothing.
 
-``glossary_ko.tsv`` holds about two thousand such words with their English, learned by
-``benchmarks/ko_glossary.py`` from the Korean message catalogs of free software (git, PostgreSQL, coreutils,
-GTK, glib, …: 33,000 English messages with their Korean translations) by how often a Korean word and an
-English word are in the same message and its translation, plus the ISO names of countries and languages (일본
-→ Japan). Only the English words a store itself holds are searched for (``Lexicon.expand``), in any of their
-inflected forms there (delete, deleted, deletes). Stdlib only; read once per process, on first use.
+``glossary_ko.tsv`` holds 3,959 such words with their English, learned by ``benchmarks/ko_glossary.py`` from the
+Korean message catalogs of free software (git, PostgreSQL, GTK, LibreOffice, GIMP, …: 88,812 English messages
+with their Korean translations) by how often a Korean word and an English word are in the same message and its
+translation, plus the ISO names of countries and languages (일본 → Japan). A store's lexicon searches for the
+English in the forms the store itself holds (``loanwords.Lexicon.translate``: delete, deleted). Stdlib only;
+read once per process, by the thread that builds a lexicon.
 """
 
 from __future__ import annotations
@@ -74,6 +74,12 @@ def entries() -> dict[str, tuple[str, ...]]:
         korean, _, english = line.partition("\t")
         out[korean] = tuple(english_key(w) for w in english.split(","))
     return out
+
+
+@functools.cache
+def targets() -> frozenset[str]:
+    """Every English key the glossary gives: the only words of a store a lexicon keeps the forms of."""
+    return frozenset(key for keys in entries().values() for key in keys)
 
 
 def english(word: str) -> tuple[str, ...]:

@@ -254,7 +254,8 @@ class Lexicon:
 
     def __init__(self, vocabulary: Iterable[tuple[str, int]]) -> None:
         self.by_key: dict[str, list[tuple[int, str]]] = {}
-        self.forms: dict[str, list[tuple[int, str]]] = {}  # the store's inflected forms of a word (``glossary``)
+        self.forms: dict[str, list[tuple[int, str]]] = {}  # the store's forms of the glossary's words (delete, deleted)
+        targets = glossary.targets()
         self.words = 0
         for term, docs in vocabulary:
             if not _ASCII_WORD.fullmatch(term):
@@ -263,7 +264,8 @@ class Lexicon:
             for key in english_keys(term):
                 if len(key) >= MIN_KEY:
                     self.by_key.setdefault(key, []).append((docs, term))
-            self.forms.setdefault(glossary.english_key(term), []).append((docs, term))
+            if (key := glossary.english_key(term)) in targets:
+                self.forms.setdefault(key, []).append((docs, term))
         for entries in [*self.by_key.values(), *self.forms.values()]:
             entries.sort(reverse=True)
 
@@ -335,7 +337,6 @@ def of_store(store: object) -> Lexicon | None:
         return None
     from memlane.store import peek
 
-    glossary.entries()  # read here, on the building thread, not by the first Korean search
     return Lexicon(peek.vocabulary(file))
 
 
