@@ -81,6 +81,30 @@ def run_hook_process(
     )
 
 
+# The English history of a small shop's project: what a Korean prompt is asked against (loanwords, glossary).
+SHOP_HISTORY = [
+    "Invoices now show amounts with format_currency(value, 'KRW', locale='ko_KR').",
+    "The nightly report job runs at 02:00 and mails the CSV to operations.",
+    "Added an index on orders(created_at); the dashboard query went from 3 s to 40 ms.",
+    "Renamed the settings page and moved the billing tab under it.",
+]
+
+
+def english_history(root: Path, first: str) -> Any:
+    """A project at ``root`` whose answers are ``first`` and ``SHOP_HISTORY``, embedded with the real model."""
+    from memlane.embed import get_embedder
+    from memlane.memory import Memory
+    from memlane.store import NewEvent
+    from memlane.vectors import process_outbox
+
+    (root / ".git").mkdir(parents=True)
+    mem = Memory.open(root)
+    texts = [first, *SHOP_HISTORY]
+    mem.store.append([NewEvent("agent_response", f"s{i}", t, str(i), {}) for i, t in enumerate(texts)])
+    process_outbox(mem, get_embedder(mem.config.embedding))
+    return mem
+
+
 def wait_until(condition: Callable[[], Any], what: str, timeout_s: float = 30) -> None:
     """Poll ``condition`` until it holds; fail with ``what`` after ``timeout_s`` (work done in another thread
     or process, e.g. the daemon's inbox)."""

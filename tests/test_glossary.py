@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import english_history
 from memlane.retrieval import glossary
 from memlane.retrieval.loanwords import Lexicon
 
@@ -148,24 +149,10 @@ def test_the_build_needs_catalogs(tmp_path: Path) -> None:
 def test_a_korean_prompt_reaches_english_memories_through_the_glossary(tmp_path: Path) -> None:
     """No loanword in the prompt, so only the glossary's English (duplicate, request) ties it to the history:
     without it the memory about duplicate requests is not found, with it it comes first, as an index line."""
-    from memlane.embed import get_embedder
-    from memlane.memory import Memory
     from memlane.retrieval.engine import Engine
-    from memlane.store import NewEvent
-    from memlane.vectors import process_outbox
 
-    root = tmp_path / "shop"
-    (root / ".git").mkdir(parents=True)
-    mem = Memory.open(root)
-    texts = [
-        "Duplicate requests from the payment provider are now dropped: the handler checks the request id first.",
-        "Invoices now show amounts with format_currency(value, 'KRW', locale='ko_KR').",
-        "The nightly report job runs at 02:00 and mails the CSV to operations.",
-        "Added an index on orders(created_at); the dashboard query went from 3 s to 40 ms.",
-        "Renamed the settings page and moved the billing tab under it.",
-    ]
-    mem.store.append([NewEvent("agent_response", f"s{i}", t, str(i), {}) for i, t in enumerate(texts)])
-    process_outbox(mem, get_embedder(mem.config.embedding))
+    first = "Duplicate requests from the payment provider are now dropped: the handler checks the request id first."
+    mem = english_history(tmp_path / "shop", first)
     prompt = "중복 요청은 어떻게 막았어?"
     engine = Engine(mem.config)
     assert engine.lexicons.get(mem.project.id, mem.store, wait=True) is not None

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from conftest import english_history
 from memlane.retrieval import loanwords
 from memlane.retrieval.loanwords import Lexicon, Lexicons, english_keys, hangul_keys
 from memlane.store import NewEvent, Store, peek
@@ -107,24 +108,10 @@ def test_a_korean_prompt_reaches_english_memories_through_its_loanwords(tmp_path
     """The engine the daemon runs, with the real model and vectors: without the lexicon the Korean prompt
     shares nothing with the English history; with it, the memory about the docker image comes first, and the
     prompt's two tiers offer it."""
-    from memlane.memory import Memory
     from memlane.retrieval.engine import Engine
-    from memlane.vectors import process_outbox
 
-    root = tmp_path / "shop"
-    (root / ".git").mkdir(parents=True)
-    mem = Memory.open(root)
-    texts = [
-        "Shrank the docker image from 1.2 GB to 180 MB with a multi-stage build and a slim base image.",
-        "Invoices now show amounts with format_currency(value, 'KRW', locale='ko_KR').",
-        "The nightly report job runs at 02:00 and mails the CSV to operations.",
-        "Added an index on orders(created_at); the dashboard query went from 3 s to 40 ms.",
-        "Renamed the settings page and moved the billing tab under it.",
-    ]
-    mem.store.append([NewEvent("agent_response", f"s{i}", t, str(i), {}) for i, t in enumerate(texts)])
-    from memlane.embed import get_embedder
-
-    process_outbox(mem, get_embedder(mem.config.embedding))
+    first = "Shrank the docker image from 1.2 GB to 180 MB with a multi-stage build and a slim base image."
+    mem = english_history(tmp_path / "shop", first)
     prompt = "도커 이미지 크기는 어떻게 줄였어?"
     engine = Engine(mem.config)
 

@@ -19,15 +19,19 @@ import functools
 import re
 from importlib import resources
 
-# Korean verbs and adjectives glue their endings to the stem: 삭제합니다, 삭제했어, 생성된, 설정되어 all have the
-# noun the glossary knows (삭제, 생성, 설정) before a 하다/되다/시키다 ending or the copula (각도입니다). Longest first.
-_ENDINGS = """
-하시겠습니까 하겠습니까 되었습니다 되었습니까 했었는데 했습니다 합니다 됩니다 되었음
-하십시오 했었지 했었어 했는데 했어요 하는데 하려면 하려는 시킵니다 시키는 시킨 시키기
-하지 하여 하고 하는 하면 하기 하세요 해야 해서 해요 했던 했어 했지 했음 됐음 됐어
-되지 되는 되어 되면 되기 할지 입니다 이므로 이며 이고 이다 된 할 한 함 됨 될 해 했 됐 돼 하 되
+# A loanword or a noun is often a verb with 하다 or 되다 in a prompt (캐시해, 배포했어, 머지된): the stem is the word.
+# In this order (``loanwords.stem``): the first ending that fits is cut.
+PROMPT_ENDINGS = (
+    "했었는데", "했었지", "했었어", "했는데", "했어요", "했던", "했어", "했지", "하는", "하고", "하면", "해서", "해요",
+    "하기", "했", "할", "한", "해", "됐어", "되는", "되면", "되어", "된", "돼", "됐",
+)  # fmt: skip
+# Messages of software say them formally too (삭제합니다, 설정되었습니다, 각도입니다: a 하다/되다/시키다 ending or
+# the copula): those and the prompts' endings, longest first, for the glossary's words.
+_FORMAL_ENDINGS = """
+하시겠습니까 하겠습니까 되었습니다 되었습니까 했습니다 합니다 됩니다 되었음 하십시오 하는데 하려면 하려는
+시킵니다 시키는 시킨 시키기 하지 하여 하세요 해야 했음 됐음 되지 되기 할지 입니다 이므로 이며 이고 이다 함 됨 될 하 되
 """
-ENDINGS = tuple(sorted(_ENDINGS.split(), key=len, reverse=True))
+ENDINGS = tuple(sorted(set(PROMPT_ENDINGS) | set(_FORMAL_ENDINGS.split()), key=len, reverse=True))
 MIN_SYLLABLES = 2  # a one-syllable Korean word (물, 일, 수) is too ambiguous to translate
 # Words that frame a question ("how much", "for how long", "why", "how to"): their English in a question is a stop
 # word ("why did CI break" is "CI가 깨진 이유"), while the glossary's English for them is a word of content
@@ -46,9 +50,9 @@ def without_request(word: str) -> str:
     return _REQUEST.sub("", word)
 
 
-def stem(word: str) -> str:
-    """``word`` without a 하다/되다/시키다 ending when two syllables or more remain (삭제했어 → 삭제)."""
-    for ending in ENDINGS:
+def stem(word: str, endings: tuple[str, ...] = ENDINGS) -> str:
+    """``word`` without the first of ``endings`` it ends with, when two syllables or more remain (삭제했어 → 삭제)."""
+    for ending in endings:
         if word.endswith(ending) and len(word) - len(ending) >= MIN_SYLLABLES:
             return word[: -len(ending)]
     return word

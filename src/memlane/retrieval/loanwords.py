@@ -314,19 +314,9 @@ class Lexicon:
         return list(out)
 
 
-# A loanword is often a verb with 하다 or 되다 (캐시해, 배포했어, 머지된): the stem is the loanword.
-_VERB_ENDINGS = (
-    "했었는데", "했었지", "했었어", "했는데", "했어요", "했던", "했어", "했지", "하는", "하고", "하면", "해서", "해요",
-    "하기", "했", "할", "한", "해", "됐어", "되는", "되면", "되어", "된", "돼", "됐",
-)  # fmt: skip
-
-
 def stem(run: str) -> str:
     """``run`` without a 하다/되다 ending (캐시해 → 캐시), or as it is."""
-    for ending in _VERB_ENDINGS:
-        if run.endswith(ending) and len(run) - len(ending) >= MIN_SYLLABLES:
-            return run[: -len(ending)]
-    return run
+    return glossary.stem(run, glossary.PROMPT_ENDINGS)
 
 
 def of_store(store: object) -> Lexicon | None:
