@@ -989,3 +989,32 @@ def test_a_table_past_the_in_memory_size_is_searched_by_lancedb(
     query = rng.standard_normal(16)
     found = index.nearest(query, 5)
     assert index._snapshot is None and len(found) == 5
+
+
+def test_korean_memories_are_not_one_subject_to_an_english_model(proj: Path, embedder: Any) -> None:
+    """MiniLM puts any two Korean texts close together (cosine 0.5-0.8), so closeness is no sign of one subject:
+    the similarity rule must not hide an older Korean memory behind a newer, unrelated one."""
+    from memlane.retrieval.select import supersede
+
+    m = Memory.open(proj)
+    older = "두부가 방광염 진단을 받아서 사료를 처방식으로 바꿨어."
+    newer = "성수동 베이커리에서 다음 주부터 일해. 새벽 다섯 시 출근이야."
+    m.store.append(
+        [
+            NewEvent("agent_response", "march", older, "1", ts="2026-03-26T10:00:00.000Z"),
+            NewEvent("agent_response", "september", newer, "1", ts="2026-09-27T10:00:00.000Z"),
+        ]
+    )
+    process_outbox(m, embedder)
+    index = Engine(m.config).index_for(m)
+    hits = Retriever(m.store, m.config).search("두부 진단, 베이커리 출근", limit=10)
+    assert {h.event.session_id for h in hits} == {"march", "september"}
+    a, b = index.first_vectors([h.event.id for h in hits]).values()
+    assert float(a @ b) >= m.config.retrieval.supersede_similarity  # what the rule would take for one subject
+    kept = supersede(hits, index, m.config.retrieval.supersede_similarity)
+    assert {h.event.session_id for h in kept} == {"march", "september"}
+    # A model whose Korean vectors carry meaning (multilingual, or retrieval.cjk_vectors) keeps the rule.
+    assert [h.event.session_id for h in supersede(hits, index, m.config.retrieval.supersede_similarity, True)] == [
+        "september"
+    ]
+    m.close()

@@ -119,7 +119,8 @@ def choose(hits: list[Hit], index: Any, cfg: Config, store: Any = None, history:
     # supersession check that an older memory is on its subject; dropped earlier, it let superseded
     # answers through.
     first = full
-    current = supersede(full, index, similarity)
+    read_cjk = index is not None and vectors_read_cjk(cfg)
+    current = supersede(full, index, similarity, read_cjk)
     older = {h.event.id for h in first} - {h.event.id for h in current}
     full = drop_repeated(current)
     items = group(full, store, cfg.injection.max_results)
@@ -134,7 +135,7 @@ def choose(hits: list[Hit], index: Any, cfg: Config, store: Any = None, history:
     kept_ids = {h.event.id for h in kept}  # a reply that leads an item is not a candidate: the question is
     offered = {next((h.event.id for h in item.hits if h.event.id in kept_ids), "") for item in over}
     rest = [h for h in kept if h not in first or h.event.id in offered]
-    lines, replies = index_lines(rest, full, items, index, store, cfg, older, similarity)
+    lines, replies = index_lines(rest, full, items, index, store, cfg, older, similarity, read_cjk)
     unlisted: set[str] = set()
     if not cites_in_context(cfg):  # an index line is only its citation to open: none without citations
         unlisted = {h.event.id for h in lines}
@@ -159,6 +160,7 @@ def index_lines(
     cfg: Config,
     older: set[str],
     similarity: float,
+    read_cjk: bool = False,
 ) -> tuple[list[Hit], dict[str, Event]]:
     """The index tier's lines from ``rest`` (best first), and the replies shown for short questions among them.
 
@@ -178,7 +180,7 @@ def index_lines(
             break
         pending = pending[pending.index(batch[-1]) + 1 :]
         # A later line keeps the earlier ones: only those it brings can be older.
-        survivors = {h.event.id for h in supersede(full + lines + batch, index, similarity)}
+        survivors = {h.event.id for h in supersede(full + lines + batch, index, similarity, read_cjk)}
         older |= {h.event.id for h in batch if h.event.id not in survivors}
         batch = [h for h in batch if h.event.id in survivors]
         # Only with vectors: the similarity rule is what keeps a stale reply out (the hooks' full-text fallback,
@@ -248,6 +250,14 @@ def _why(hit: Hit, kept: set[str], older: set[str], demoted: set[str]) -> str:
     if hit.confidence == "superseded":
         return "superseded"
     return "over the count or budget, or repeated"
+
+
+def vectors_read_cjk(cfg: Config) -> bool:
+    """Whether the model's vectors of Korean, Chinese and Japanese text say what it is about: a multilingual
+    model, or ``retrieval.cjk_vectors`` (the user says so)."""
+    from memlane.embed import is_multilingual
+
+    return bool(cfg.retrieval.cjk_vectors or is_multilingual(cfg.embedding))
 
 
 def select_for_injection(hits: list[Hit], index: Any, cfg: Config, store: Any = None) -> list[Hit]:
@@ -456,12 +466,14 @@ def with_answers(chosen: list[Hit], passed: list[Hit], max_results: int) -> list
     return out
 
 
-def supersede(hits: list[Hit], index: Any, similarity: float) -> list[Hit]:
+def supersede(hits: list[Hit], index: Any, similarity: float, cjk_vectors: bool = False) -> list[Hit]:
     """Drop an injected memory that a newer one on the same subject replaces.
 
     A changed setting, a replaced library or a reverted fix leaves two memories that say different
     things about one subject; the older one is stale. Two hits from different sessions whose opening
-    vectors are this similar are taken as one subject, and only the newer is kept.
+    vectors are this similar are taken as one subject, and only the newer is kept. Without ``cjk_vectors``
+    (the model's vectors of Korean, Chinese and Japanese text say what it is about: a multilingual model,
+    ``vectors_read_cjk``) a memory written mostly in those scripts is never taken for another's subject.
     """
     if len(hits) < 2 or index is None or similarity <= 0:
         return hits
@@ -470,6 +482,14 @@ def supersede(hits: list[Hit], index: Any, similarity: float) -> list[Hit]:
     except Exception as exc:  # noqa: BLE001 - a vector read failing must not stop the injection
         log("retrieval", "warning", f"supersession check skipped: {exc!r}")
         return hits
+    if not cjk_vectors:
+        # An English-only model maps any two Korean, Chinese or Japanese texts close together (MiniLM: cosine
+        # 0.5-0.8 between unrelated Korean turns), so their closeness says nothing of their subject: taken for
+        # one, it hid every older Korean memory behind a newer one.
+        from memlane.retrieval.hybrid import mostly_cjk
+
+        noise = {h.event.id for h in hits if mostly_cjk(h.event.content)}
+        vectors = {i: v for i, v in vectors.items() if i not in noise}
     stale: set[str] = set()
     for i, a in enumerate(hits):
         for b in hits[i + 1 :]:
