@@ -248,6 +248,16 @@ class RetrievalConfig(Section):
         "suggest_lift in a store of dialogue (no tool calls among its latest events: a chat, a conversation), "
         "where the turn that answers stands out less than a memory of code does.",
     )
+    answer_weight: float = _f(
+        0.0,
+        "Log-odds a memory gains when it holds what a question asks for (a time, for a question asking when); "
+        "0 = off (docs/retrieval.md, 'A question that asks when').",
+    )
+    dialogue_answer_weight: float = _f(
+        2.0,
+        "answer_weight in a store of dialogue, where every turn is about the same people and plans and the turn "
+        "that says when stands out by that alone.",
+    )
     session_items: int = _f(
         0, "Most full-tier items (exchanges) from one session; the rest are offered as index lines (0: no limit)."
     )

@@ -118,6 +118,8 @@ def shaped_config(cfg: config.Config, dialogue: bool) -> config.Config:
         changes["suggest_lift"] = rcfg.dialogue_suggest_lift
     if rcfg.session_items == default.session_items:
         changes["session_items"] = rcfg.dialogue_session_items
+    if rcfg.answer_weight == default.answer_weight:
+        changes["answer_weight"] = rcfg.dialogue_answer_weight
     return _with_retrieval(cfg, changes)
 
 

@@ -16,7 +16,7 @@ from collections import Counter, namedtuple
 from collections.abc import Sequence
 from datetime import UTC, datetime
 
-from memlane.retrieval import cjk, resolved, scoring, select, when
+from memlane.retrieval import answers, cjk, resolved, scoring, select, when
 from memlane.store.db import STOPWORDS, Event, parse_query, query_stopwords
 from memlane.store.keys import cjk_count
 from memlane.store.records import tool_matches
@@ -390,9 +390,12 @@ class Retriever:
             )
             cosine = near[event_id].similarity if event_id in near else floor
             rows.append((event_id, event, kind, ts, session_id, text, stop, cosine))
+        answering = self._answering(query, rows, rcfg)
         ranked: list[_Candidate] = []
         for event_id, event, kind, ts, session_id, text, stop, cosine in rows:
             sources = {"text": text, "prior": scoring.TYPE_PRIOR.get(kind, 0.5)}
+            if event_id in answering:
+                sources["answer"] = 1.0
             if stop:
                 sources["stopwords"] = stop
             if cosine is not None:
@@ -431,6 +434,16 @@ class Retriever:
                 key = hit.sources["rank"]
                 hit.shown = scoring.tier(scoring.sigmoid(key), hit.sources["rank_lift"], rcfg)
         return hits
+
+    def _answering(self, query: str, rows: list[tuple[Any, ...]], rcfg: Any) -> set[str]:
+        """The candidates holding what the query asks for (``answers``: a time, for a question asking when), when
+        ``retrieval.answer_weight`` is on; vector-only candidates are read from the store for it."""
+        if rcfg.answer_weight <= 0 or (kind := answers.asks(query)) is None:
+            return set()
+        events = {row[0]: row[1] for row in rows}
+        unread = [event_id for event_id, event in events.items() if event is None]
+        events.update((e.id, e) for e in self.store.by_ids(unread))
+        return {i for i, event in events.items() if event is not None and answers.holds(kind, event.content)}
 
     def _exchange_support(self, ranked: list[_Candidate], weight: float, exclude: set[str]) -> list[_Candidate]:
         """Lift the members of one exchange (a user prompt and what followed it) by each other.

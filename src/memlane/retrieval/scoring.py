@@ -98,7 +98,8 @@ def probability(evidence: dict[str, float], cfg: RetrievalConfig) -> float:
     else:
         bias, *weights = cfg.hybrid_weights
         names = HYBRID_FEATURES
-    return sigmoid(bias + sum(w * evidence.get(n, 0.0) for w, n in zip(weights, names, strict=True)))
+    own = sum(w * evidence.get(n, 0.0) for w, n in zip(weights, names, strict=True))
+    return sigmoid(bias + own + cfg.answer_weight * evidence.get("answer", 0.0))
 
 
 def evidence(evidence: dict[str, float], cfg: RetrievalConfig) -> float:
