@@ -71,6 +71,14 @@ def test_a_lexicon_searches_for_the_forms_its_store_holds() -> None:
     assert lex.translate("what about the date?") == []
 
 
+def test_a_word_ending_like_a_particle_is_looked_up_whole() -> None:
+    """경로 (path) ends in 로, 결과 (result) in 과: cut as particles, neither was translated unless one followed."""
+    lex = Lexicon([("path", 5), ("paths", 2), ("result", 4)])
+    assert lex.translate("설정 파일 경로 알려줘") == ["path", "paths"]
+    assert lex.translate("경로를 바꿨어") == ["path", "paths"], "with a particle of its own"
+    assert lex.translate("테스트 결과 보여줘") == ["result"]
+
+
 # ---- the build, on message catalogs written here -------------------------------------------------------------
 
 

@@ -309,7 +309,8 @@ class Lexicon:
             # The words of any Korean question (지금, 오늘, 처음: now, today, first) say nothing of its subject.
             if word in NATIVE or glossary.stem(word) in NATIVE:
                 continue
-            for key in glossary.english(word):
+            # The run as it is first: the 이 of 고양이 is the word's own, not a particle.
+            for key in glossary.english(run) or glossary.english(word):
                 out.update((term, None) for _, term in self.forms.get(key, ())[:MAX_FORMS])
         return list(out)
 
