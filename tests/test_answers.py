@@ -91,7 +91,7 @@ def _dialogue(root: Path) -> Memory:
         kind = "user_prompt" if i % 2 == 0 else "agent_response"
         events.append(NewEvent(kind, f"s{i // 10}", f"Chat {i} about the bakery, the canoe and the cat.", str(i), {}))
     events += [
-        NewEvent("user_prompt", "s7", "Mina's ankle: Mina sprained her ankle on the trail, the ankle is swollen.", "a", {}),
+        NewEvent("user_prompt", "s7", "Mina's ankle: Mina sprained her ankle on the trail, it is swollen.", "a", {}),
         NewEvent("agent_response", "s8", "Mina sprained her ankle last Saturday, running downhill.", "b", {}),
     ]
     mem.store.append(events)
