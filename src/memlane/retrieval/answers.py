@@ -15,24 +15,24 @@ called" → a quoted or capitalised name) and gained nothing or lost (numbers 10
 
 from __future__ import annotations
 
+import functools
 import re
 
 TIME = "time"
 
 # Questions that ask when, in English and Korean: at the start of a clause, so "the day when" in a statement
 # is no question.
-_ASKS_TIME = re.compile(
+_ASKS_TIME = (
     r"(?:^|[.?!,;:]\s*|\b(?:so|and|but|remind me|tell me|do you remember|do you know)\s+)"
     r"(?:when\b|since when\b|until when\b|what (?:date|day|month|year|time|week)\b|"
-    r"which (?:date|day|month|year|week|weekend)\b|how long ago\b|on what (?:date|day)\b)",
-    re.IGNORECASE,
+    r"which (?:date|day|month|year|week|weekend)\b|how long ago\b|on what (?:date|day)\b)"
 )
-_ASKS_TIME_KO = re.compile(r"언제|며칠|몇\s?월|몇\s?년|몇\s?시|무슨\s?요일|날짜")
+_ASKS_TIME_KO = r"언제|며칠|몇\s?월|몇\s?년|몇\s?시|무슨\s?요일|날짜"
 
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 # Month names only capitalised ("may", "march" are verbs); the rest in any case.
-_TIME_EN = re.compile(
+_TIME_EN = (
     rf"\b(?:{_MONTHS}|(?:Jan|Feb|Mar|Apr|Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.?(?=\s+\d))\b|"
     rf"(?i:\b(?:{_DAYS}|weekend|yesterday|today|tonight|tomorrow|ago|"
     r"(?:last|next|this|that) (?:week|month|year|night|morning|evening|afternoon|spring|summer|autumn|winter)|"
@@ -40,15 +40,20 @@ _TIME_EN = re.compile(
     r"\d{1,2}(?:st|nd|rd|th)|(?:19|20)\d\d|\d{1,2}(?::\d\d)?\s?(?:am|pm)|\d{1,2}:\d\d|"
     r"\d{1,4}[-/]\d{1,2}(?:[-/]\d{1,4})?)\b)"
 )
-_TIME_KO = re.compile(
+_TIME_KO = (
     r"\d+\s?(?:월|일|년|시)|\d+\s?(?:주|달|개월|년|일)\s?(?:전|뒤|후)|어제|오늘|내일|모레|그저께|지난\s?(?:주|달|해)|다음\s?(?:주|달|해)|이번\s?(?:주|달)|"
     r"작년|올해|내년|주말|[월화수목금토일]요일|아침|저녁|새벽|설날|추석|크리스마스"
 )
 
 
+@functools.cache
+def _compiled(pattern: str, flags: int = 0) -> re.Pattern[str]:
+    return re.compile(pattern, flags)  # on first use: a prompt that never asks when never pays for it
+
+
 def asks(query: str) -> str | None:
     """The kind of answer ``query`` asks for (``TIME``), or None."""
-    if _ASKS_TIME.search(query) or _ASKS_TIME_KO.search(query):
+    if _compiled(_ASKS_TIME, re.IGNORECASE).search(query) or _compiled(_ASKS_TIME_KO).search(query):
         return TIME
     return None
 
@@ -57,4 +62,4 @@ def holds(kind: str, text: str) -> bool:
     """Whether ``text`` holds an answer of ``kind``: for ``TIME``, a date, a day, a month or a time of day."""
     if kind != TIME:
         return False
-    return _TIME_EN.search(text) is not None or _TIME_KO.search(text) is not None
+    return _compiled(_TIME_EN).search(text) is not None or _compiled(_TIME_KO).search(text) is not None
