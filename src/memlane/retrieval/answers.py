@@ -19,6 +19,11 @@ import functools
 import re
 
 TIME = "time"
+NUMBER = "number"
+WEIGHED = (TIME,)  # the kinds whose memories gain ``retrieval.answer_weight``
+# The kinds a memory in full must hold. Not a time: a memory's own date answers "when" ("I just handed in my
+# badge!" is when Frank retired), and the index line shows it.
+REQUIRED = (NUMBER,)
 
 # Questions that ask when, in English and Korean: at the start of a clause, so "the day when" in a statement
 # is no question.
@@ -29,6 +34,10 @@ _ASKS_TIME = (
 )
 _ASKS_TIME_KO = r"언제|며칠|몇\s?월|몇\s?년|몇\s?시|무슨\s?요일|날짜"
 
+# Questions that ask for a quantity: how many, how much, how old, how far, how often, how long (a duration).
+_ASKS_NUMBER = r"\bhow (?:many|much|old|far|often|long)\b"
+_ASKS_NUMBER_KO = r"몇|얼마"
+
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
 # Month names only capitalised ("may", "march" are verbs); the rest in any case.
@@ -38,11 +47,25 @@ _TIME_EN = (
     r"(?:last|next|this|that) (?:week|month|year|night|morning|evening|afternoon|spring|summer|autumn|winter)|"
     r"morning|afternoon|evening|christmas|easter|thanksgiving|new year|"
     r"\d{1,2}(?:st|nd|rd|th)|(?:19|20)\d\d|\d{1,2}(?::\d\d)?\s?(?:am|pm)|\d{1,2}:\d\d|"
-    r"\d{1,4}[-/]\d{1,2}(?:[-/]\d{1,4})?)\b)"
+    r"\d{1,4}[-/]\d{1,2}(?:[-/]\d{1,4})?|"
+    r"(?:\d+|a|an|one|two|three|four|five|six|seven|eight|nine|ten|a few|several|couple of)\s"
+    r"(?:minute|hour|day|week|month|year)s?)\b)"
 )
 _TIME_KO = (
     r"\d+\s?(?:월|일|년|시)|\d+\s?(?:주|달|개월|년|일)\s?(?:전|뒤|후)|어제|오늘|내일|모레|그저께|지난\s?(?:주|달|해)|다음\s?(?:주|달|해)|이번\s?(?:주|달)|"
     r"작년|올해|내년|주말|[월화수목금토일]요일|아침|저녁|새벽|설날|추석|크리스마스"
+)
+
+
+_NUMBER_WORDS = (
+    "one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|"
+    "eighteen|nineteen|twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety|hundred|thousand|million|dozen|half|"
+    "once|twice|couple|few|several"
+)
+# Korean counts: the native numerals, and the Sino-Korean ones before a unit or a counter (이십 분, 삼 년).
+_NUMBER = (
+    rf"\d|\b(?:{_NUMBER_WORDS})\b|하나|둘|셋|넷|다섯|여섯|일곱|여덟|아홉|스물|서른|마흔|"
+    r"(?:한|두|세|네)\s?(?:번|명|개|살|시간|달|주|마리|잔|권|군데)"
 )
 
 
@@ -52,14 +75,19 @@ def _compiled(pattern: str, flags: int = 0) -> re.Pattern[str]:
 
 
 def asks(query: str) -> str | None:
-    """The kind of answer ``query`` asks for (``TIME``), or None."""
+    """The kind of answer ``query`` asks for (``TIME``, ``NUMBER``), or None."""
     if _compiled(_ASKS_TIME, re.IGNORECASE).search(query) or _compiled(_ASKS_TIME_KO).search(query):
         return TIME
+    if _compiled(_ASKS_NUMBER, re.IGNORECASE).search(query) or _compiled(_ASKS_NUMBER_KO).search(query):
+        return NUMBER
     return None
 
 
 def holds(kind: str, text: str) -> bool:
-    """Whether ``text`` holds an answer of ``kind``: for ``TIME``, a date, a day, a month or a time of day."""
-    if kind != TIME:
-        return False
-    return _compiled(_TIME_EN).search(text) is not None or _compiled(_TIME_KO).search(text) is not None
+    """Whether ``text`` holds an answer of ``kind``: for ``TIME``, a date, a day, a month or a time of day; for
+    ``NUMBER``, a numeral or a number word."""
+    if kind == TIME:
+        return _compiled(_TIME_EN).search(text) is not None or _compiled(_TIME_KO).search(text) is not None
+    if kind == NUMBER:
+        return _compiled(_NUMBER, re.IGNORECASE).search(text) is not None
+    return False

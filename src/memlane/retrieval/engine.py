@@ -18,7 +18,7 @@ from typing import Any
 
 from memlane import config
 from memlane.logs import log
-from memlane.retrieval import when
+from memlane.retrieval import answers, when
 from memlane.retrieval.cjk import has_hangul
 from memlane.retrieval.hybrid import Hit, Retriever
 from memlane.retrieval.select import Injection, by_support, choose
@@ -92,6 +92,14 @@ def store_is_dialogue(store: Any) -> bool:
     except Exception as exc:  # noqa: BLE001 - without its shape a store gets the default line
         log("retrieval", "warning", f"store shape unknown: {exc!r}")
         return False
+
+
+def answer_wanted(prompt: str, dialogue: bool) -> str | None:
+    """What a question in a store of dialogue asks for that a memory in full must hold (``select.fitting``: a
+    number, for "how many", "how much", 몇, 얼마), or None. Only in a store of dialogue: in one of code it was
+    measured to change nothing."""
+    kind = answers.asks(prompt) if dialogue else None
+    return kind if kind in answers.REQUIRED else None
 
 
 def shaped_config(cfg: config.Config, dialogue: bool) -> config.Config:
@@ -394,8 +402,9 @@ class Engine:
             hits.extend(self._other_projects(memory, prompt, cfg.injection.max_results))
             hits.sort(key=lambda h: -h.score)
         # A question about what happened, in a conversation, wants the older memories on its subject too.
-        history = self.is_dialogue(memory) and when.asks_about_past(prompt)
-        return choose(hits, self.index_for(memory), cfg, memory.store, history)
+        dialogue = self.is_dialogue(memory)
+        history = dialogue and when.asks_about_past(prompt)
+        return choose(hits, self.index_for(memory), cfg, memory.store, history, answer_wanted(prompt, dialogue))
 
     def _other_projects(self, memory: Memory, prompt: str, limit: int) -> list[Hit]:
         """Only when the user enabled ``retrieval.cross_project``: memories of their other projects."""

@@ -438,7 +438,7 @@ class Retriever:
     def _answering(self, query: str, rows: list[tuple[Any, ...]], rcfg: Any) -> set[str]:
         """The candidates holding what the query asks for (``answers``: a time, for a question asking when), when
         ``retrieval.answer_weight`` is on; vector-only candidates are read from the store for it."""
-        if rcfg.answer_weight <= 0 or (kind := answers.asks(query)) is None:
+        if rcfg.answer_weight <= 0 or (kind := answers.asks(query)) not in answers.WEIGHED:
             return set()
         events = {row[0]: row[1] for row in rows}
         unread = [event_id for event_id, event in events.items() if event is None]

@@ -99,7 +99,9 @@ class Injection:
         }
 
 
-def choose(hits: list[Hit], index: Any, cfg: Config, store: Any = None, history: bool = False) -> Injection:
+def choose(
+    hits: list[Hit], index: Any, cfg: Config, store: Any = None, history: bool = False, wants: str | None = None
+) -> Injection:
     """The two tiers for a prompt's hits (best first), without memories a later edit replaced.
 
     With ``store``, a replaced answer takes the prompt that asked for it along, and the edit that
@@ -127,7 +129,10 @@ def choose(hits: list[Hit], index: Any, cfg: Config, store: Any = None, history:
     if index is not None:  # only with vectors, as the lines below
         items = answered_items(items, question_replies(full, store, cfg))
     items, over = per_session(items, cfg.retrieval.session_items)
+    items, unfit = fitting(items, wants)
     demoted = {h.event.id for item in over for h in item.hits}
+    lacking = {h.event.id for item in unfit for h in item.hits}
+    over += unfit
     full = [h for item in items for h in item.hits]
     # A memory the full tier dropped as older on the same subject, or as a repeat, is not offered as a line; an
     # item over its session's count is, by its lead (one line for the exchange: with a line each for its prompt
@@ -145,6 +150,7 @@ def choose(hits: list[Hit], index: Any, cfg: Config, store: Any = None, history:
     left_out = [
         (h, "no index tier without citations (citations.include_in_context)" if h.event.id in unlisted
          else "a short question: its reply is shown instead" if h.event.id in answered
+         else f"holds no {wants} the question asks for" if h.event.id in lacking
          else _why(h, kept_ids, older, demoted))
         for h in considered if h.event.id not in shown
     ]  # fmt: skip
@@ -191,6 +197,21 @@ def index_lines(
         if spent:  # the token budget is reached: no further line fits
             break
     return lines, replies
+
+
+def fitting(items: list[Item], wants: str | None) -> tuple[list[Item], list[Item]]:
+    """The items that hold what the question asks for (``answers.holds``: a time, a number) and those that do not;
+    all of them fit when it asks for no kind (``wants`` None)."""
+    if wants is None:
+        return items, []
+    from memlane.retrieval import answers
+
+    fit: list[Item] = []
+    unfit: list[Item] = []
+    for item in items:
+        texts = [h.event.content for h in item.hits] + ([item.asked.content] if item.asked else [])
+        (fit if any(answers.holds(wants, text) for text in texts) else unfit).append(item)
+    return fit, unfit
 
 
 def per_session(items: list[Item], most: int) -> tuple[list[Item], list[Item]]:
