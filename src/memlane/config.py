@@ -251,7 +251,7 @@ class RetrievalConfig(Section):
     answer_weight: float = _f(
         0.0,
         "Log-odds a memory gains when it holds what a question asks for (a time, for a question asking when); "
-        "0 = off (docs/retrieval.md, 'A question that asks when').",
+        "0 = off (docs/retrieval.md, 'A question that asks when, or how many').",
     )
     dialogue_answer_weight: float = _f(
         2.0,

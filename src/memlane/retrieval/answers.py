@@ -1,16 +1,18 @@
 """What kind of thing a question asks for, and whether a memory holds one: a question that asks *when* wants
-the turn that says when.
+the turn that says when, one that asks *how many* the turn with a number.
 
 In a long conversation every turn is about the same few people and plans, so the words of "When did Mina
 sprain her ankle?" find every turn about Mina and her running, and the one that answers ("I sprained it last
 Saturday on the trail") ranks with the rest. The answer's own shape tells it apart: it holds a time. A memory
-holding a time expression gains ``retrieval.answer_weight`` log-odds for a question asking when
-(``engine.shaped_config`` sets it in a store of dialogue; in a store of code a "when" prompt asks about a
-commit or a deploy, whose memories all carry times).
+holding a time expression gains ``retrieval.answer_weight`` log-odds for a question asking when (``WEIGHED``;
+``engine.shaped_config`` sets it in a store of dialogue; in a store of code a "when" prompt asks about a
+commit or a deploy, whose memories all carry times). A question for a number gets in full only memories that
+hold one (``REQUIRED``, ``select.fitting``): "How much did the house sell for?" found the house, not its price.
 
-Only times: the other kinds a question can ask for were measured the same way (conversations and another
-writer's questions, dev splits: "how many" → a number, "where"/"who" → a capitalised name, "what is it
-called" → a quoted or capitalised name) and gained nothing or lost (numbers 10 → 9 of 12 on both).
+As weights, the other kinds were measured the same way (conversations and another writer's questions, dev
+splits: "how many" → a number, "where"/"who" → a capitalised name, "what is it called" → a quoted or
+capitalised name) and gained nothing or lost (numbers 10 → 9 of 12 on both): docs/retrieval.md, "A question
+that asks when, or how many".
 """
 
 from __future__ import annotations
