@@ -323,13 +323,16 @@ def test_a_reply_already_shown_beside_a_full_item_is_not_shown_again(proj: Path)
     mem.close()
 
 
-def test_a_line_freed_by_a_reply_already_shown_goes_to_the_next_candidate(proj: Path) -> None:
+def test_a_line_freed_by_a_reply_already_shown_goes_to_the_next_candidate(
+    proj: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Five lines are taken; a short question whose reply is one of them gives no line, and the sixth
     candidate takes the line it freed (before, the prompt got four lines and the sixth was never offered)."""
     from memlane.embed import get_embedder
     from memlane.retrieval.engine import Engine
     from memlane.vectors import process_outbox
 
+    monkeypatch.setenv("MEMLANE_INJECTION_INDEX_MAX", "5")
     mem = Memory.open(proj)
     cfg = config.load()
     ask = _event(mem, "agent_response", "The one where they wanted to put condos?", "s1", pos="0")
@@ -421,4 +424,34 @@ def test_an_item_over_its_session_s_count_led_by_a_reply_is_offered_by_its_quest
     chosen = choose([Hit(first, 0.9, {}, "high"), Hit(ask, 0.85, {}, "high")], index, cfg, mem.store)
     assert [i.lead.event.id for i in chosen.items] == [first.id]
     assert [h.event.id for h in chosen.index] == [reply.id]
+    mem.close()
+
+
+LONG_ANSWER = (
+    "Fixed the checkout timeouts: sessions were never returned to the pool. get_session() is now a context "
+    "manager that always closes the session, and the pool is pool_size=20, max_overflow=10 with pool_pre_ping."
+)
+
+
+def test_a_gist_shows_the_part_of_a_long_memory_the_prompt_is_about() -> None:
+    from memlane.retrieval.select import focus_words, gist
+
+    assert gist(LONG_ANSWER, 50) == "Fixed the checkout timeouts: sessions were never …"
+    centred = gist(LONG_ANSWER, 50, focus_words("What max_overflow does the pool use now?"))
+    assert centred == "…and the pool is pool_size=20, max_overflow=10 wi…" and len(centred) == 50
+    assert gist(LONG_ANSWER, 50, focus_words("checkout timeouts again")).startswith("Fixed the checkout"), (
+        "the prompt's words are in the first 50 characters: the gist starts where the memory does"
+    )
+    assert gist(LONG_ANSWER, 50, focus_words("nothing of it here")) == gist(LONG_ANSWER, 50)
+    assert gist("Short memory.", 50, ("memory",)) == "Short memory."
+    assert focus_words("What is the pool_size now?") == ("now", "pool_size"), "no stop words, no short words"
+
+
+def test_the_injected_index_line_is_centred_on_the_prompt(proj: Path) -> None:
+    mem = Memory.open(proj)
+    answer = _event(mem, "agent_response", LONG_ANSWER)
+    chosen = Injection([], [Hit(answer, 0.2, {}, "suggested")])
+    text = inject.hits_context(chosen, config.load(), prompt="which max_overflow did we set on the pool?")
+    assert f"- [{answer.cite}] {answer.ts[:10]} agent response: …and the pool is pool_size=20, max_overflow=10" in text
+    assert "Fixed the checkout" in inject.hits_context(chosen, config.load()), "without a prompt: its start"
     mem.close()

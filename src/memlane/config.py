@@ -117,9 +117,11 @@ class InjectionConfig(Section):
     enabled: bool = _f(True, "Give context back to Claude on SessionStart and UserPromptSubmit.")
     max_chars: int = _f(4000, "Character budget of one injection (Claude Code cuts at 10,000).")
     max_results: int = _f(5, "Most memories injected in full for one prompt (the 'high' tier).")
-    index_max: int = _f(5, "Most index lines (the 'suggested' tier: citation, time and a one-line gist) per prompt.")
+    index_max: int = _f(8, "Most index lines (the 'suggested' tier: citation, time and a one-line gist) per prompt.")
     index_tokens: int = _f(150, "Token budget of a prompt's index lines (about 4 characters a token).")
-    gist_chars: int = _f(90, "Length of an index line's gist (characters).")
+    gist_chars: int = _f(
+        50, "Length of an index line's gist (characters), from the prompt's first word in it when that comes late."
+    )
     full_chars: int = _f(1000, "Most characters of one memory injected in full (its share of the room may be less).")
     session_start_recent: int = _f(5, "Recent prompts listed at session start.")
     min_prompt_chars: int = _f(8, "Prompts shorter than this retrieve nothing (e.g. 'yes', 'go on').")

@@ -113,6 +113,7 @@ def hits_context(
     current: str = "",
     context: PromptContext | None = None,
     learned: dict[str, dict[str, Any]] | None = None,
+    prompt: str = "",
 ) -> str:
     """Injection text for a prompt's two tiers; memories of another project (cross-project on) say so.
 
@@ -121,6 +122,7 @@ def hits_context(
     ``citations.format`` says (``citation_style``: inline, footnote, reference, or none at all). ``learned``
     (``learned_of``) adds what the learning loop knows of the full tier's memories: a level from L2 up beside
     the tier, and the insight a memory is evidence of on a line of its own (the first to go when room is short).
+    An index line's gist is centred on the ``prompt``'s words when they come late in a long memory.
     """
     if not chosen:
         return compose("prompt_injection", cfg, context, "", HEADER)
@@ -128,11 +130,13 @@ def hits_context(
     def origin(event: Event) -> str:
         return f" [project {event.project_id}]" if current and event.project_id != current else ""
 
-    from memlane.retrieval.select import index_line
+    from memlane.retrieval.select import focus_words, index_line
 
     style = citation_style(cfg)
+    focus = focus_words(prompt) if chosen.index else ()
     # An index line is its citation to open: none without citations (``choose`` leaves the tier empty then).
-    index = [index_line(h.event, cfg.injection.gist_chars, origin(h.event)) for h in chosen.index if style != "none"]
+    gist_chars = cfg.injection.gist_chars
+    index = [index_line(h.event, gist_chars, origin(h.event), focus) for h in chosen.index if style != "none"]
 
     by_cite = {e.cite: e for item in chosen.items for e in item_events(item)}
     # The footnotes or references of every full-tier memory, reserved before the items share the room.
@@ -257,7 +261,7 @@ def prompt_context(
 ) -> str:
     chosen = prompt_hits(store, prompt, cfg, exclude_ids)
     record(store, exclude_ids, chosen, "text")
-    return hits_context(chosen, cfg, context=context, learned=learned_of(store, chosen))
+    return hits_context(chosen, cfg, context=context, learned=learned_of(store, chosen), prompt=prompt)
 
 
 def learned_of(store: Any, chosen: Injection) -> dict[str, dict[str, Any]]:

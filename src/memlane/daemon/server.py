@@ -270,9 +270,10 @@ class Daemon:
     def _inject_into(self, mem: Memory, body: dict[str, Any], prompt: str, exclude_ids: list[str]) -> dict[str, Any]:
         from memlane.capture.inject import hits_context, learned_of, record, retrieval_query
 
-        chosen = self.engine.relevant(mem, retrieval_query(prompt, mem.config), exclude_ids)
+        query = retrieval_query(prompt, mem.config)
+        chosen = self.engine.relevant(mem, query, exclude_ids)
         context = context_routes.inject_context(self, mem, body)
-        text = hits_context(chosen, mem.config, mem.project.id, context, learned_of(mem.store, chosen))
+        text = hits_context(chosen, mem.config, mem.project.id, context, learned_of(mem.store, chosen), query)
         record(mem.store, exclude_ids, chosen, "hybrid" if self.engine.vectors else "text")
         return {
             "context": text,

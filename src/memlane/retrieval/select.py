@@ -22,6 +22,7 @@ from memlane.retrieval import resolved
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # typing costs a hook ~1 ms to import: annotations only
+    from collections.abc import Sequence
     from typing import Any
 
     from memlane.config import Config
@@ -346,12 +347,17 @@ def index_tier(rest: list[Hit], full: list[Hit], cfg: Config) -> list[Hit]:
 QUESTION_MARKS = ("?", "？")
 
 
-def short_question(event: Event, gist_chars: int) -> bool:
-    """A prompt or answer that only asks: it ends with a question mark and its whole text fits its index line."""
+# A question this short only asks ("Do you have a call sign now?"); a longer one says something of its own. Not
+# the gist's length: at 50 characters, questions of 50-90 lost their replies (conversations dev 0.63 → 0.62).
+SHORT_QUESTION_CHARS = 90
+
+
+def short_question(event: Event) -> bool:
+    """A prompt or answer that only asks: it ends with a question mark and is at most ``SHORT_QUESTION_CHARS``."""
     if event.type not in ("user_prompt", "agent_response"):
         return False
     text = _flat(event.content)
-    return len(text) <= gist_chars and text.endswith(QUESTION_MARKS)
+    return len(text) <= SHORT_QUESTION_CHARS and text.endswith(QUESTION_MARKS)
 
 
 def answered_items(items: list[Item], replies: dict[str, Event]) -> list[Item]:
@@ -416,11 +422,7 @@ def question_replies(hits: list[Hit], store: Any, cfg: Config) -> dict[str, Even
     "I bought ... can you recommend ...?": reachable 0.83 -> 0.72 when questions up to 250 characters gave
     way to their replies).
     """
-    asks = [
-        h.event
-        for h in hits
-        if h.confidence in ("high", "suggested") and short_question(h.event, cfg.injection.gist_chars)
-    ]
+    asks = [h.event for h in hits if h.confidence in ("high", "suggested") and short_question(h.event)]
     if store is None or not asks:
         return {}
     try:
@@ -439,14 +441,74 @@ def _flat(text: str) -> str:
     return " ".join(text.split())
 
 
-def gist(text: str, limit: int) -> str:
+_FOCUS_WORD = re.compile(r"[^\W_][\w.-]*[^\W_]")
+FOCUS_LEAD = 12  # characters of context kept before the prompt's word when the gist starts inside a memory
+MAX_FOCUS_HITS = 64  # occurrences of the prompt's words looked at in one memory
+
+
+def focus_words(prompt: str) -> tuple[str, ...]:
+    """The words of ``prompt`` a gist is centred on: three letters or more, no stop words, lower case."""
+    from memlane.store.fulltext import STOPWORDS
+
+    words = {w.lower() for w in _FOCUS_WORD.findall(prompt[:2000])}
+    return tuple(sorted(w for w in words if len(w) >= 3 and w not in STOPWORDS))
+
+
+def gist(text: str, limit: int, focus: Sequence[str] = ()) -> str:
+    """``text`` on one line, cut to ``limit`` characters. With ``focus`` (the prompt's words), a long text whose
+    first such word comes after the cut is shown from a little before that word, so the line shows why it
+    matched: "…the pool is pool_size=20, max_overflow=10…" rather than the start of a long answer."""
     line = _flat(text)
-    return line if len(line) <= limit else line[: limit - 1] + "…"
+    if len(line) <= limit:
+        return line
+    start = _focus_start(line, focus, limit)
+    if start == 0:
+        return line[: limit - 1] + "…"
+    rest = line[start:]
+    return "…" + (rest if len(rest) <= limit - 1 else rest[: limit - 2] + "…")
 
 
-def index_line(event: Event, gist_chars: int, origin: str = "") -> str:
-    """Layer 1 of progressive disclosure, as injected: citation, day, type and a one-line gist."""
-    return f"- [{event.cite}] {event.ts[:10]}{origin} {event.type.replace('_', ' ')}: {gist(event.content, gist_chars)}"
+def _focus_start(line: str, focus: Sequence[str], limit: int) -> int:
+    """Where the gist of ``line`` starts: the window of ``limit`` characters that holds most of ``focus`` (by their
+    letters: pool_size counts more than pool), opened at a word boundary ``FOCUS_LEAD`` characters before one of
+    them; 0 when the start of the line holds as much."""
+    if not focus:
+        return 0
+    lower = line.lower()
+    found = [(at, word) for word in focus for at in _word_starts(lower, word)][:MAX_FOCUS_HITS]
+    if not found:
+        return 0
+
+    def held(start: int) -> int:
+        end = start + limit - 2  # room left by the ellipses
+        return sum(len(word) for word in {w for at, w in found if start <= at and at + len(w) <= end})
+
+    best, most = 0, held(0)
+    for at, _ in sorted(found):
+        start = max(0, at - FOCUS_LEAD)
+        space = line.find(" ", start, at)
+        start = space + 1 if space >= 0 else start
+        if (count := held(start)) > most:
+            best, most = start, count
+    return best
+
+
+def _word_starts(text: str, word: str) -> list[int]:
+    """Where ``word`` starts a word of ``text`` ("pool" in "pooled", not in "spool")."""
+    out = []
+    at = text.find(word)
+    while at >= 0 and len(out) < MAX_FOCUS_HITS:
+        if at == 0 or not text[at - 1].isalnum():
+            out.append(at)
+        at = text.find(word, at + 1)
+    return out
+
+
+def index_line(event: Event, gist_chars: int, origin: str = "", focus: Sequence[str] = ()) -> str:
+    """Layer 1 of progressive disclosure, as injected: citation, day, type and a one-line gist (centred on the
+    prompt's ``focus`` words when they come late in a long memory)."""
+    summary = gist(event.content, gist_chars, focus)
+    return f"- [{event.cite}] {event.ts[:10]}{origin} {event.type.replace('_', ' ')}: {summary}"
 
 
 def drop_repeated(chosen: list[Hit]) -> list[Hit]:
