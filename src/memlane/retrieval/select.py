@@ -493,12 +493,20 @@ def _focus_start(line: str, focus: Sequence[str], limit: int) -> int:
     return best
 
 
+_INFLECTIONS = ("", "s", "es", "ed", "d", "ing")
+
+
 def _word_starts(text: str, word: str) -> list[int]:
-    """Where ``word`` starts a word of ``text`` ("pool" in "pooled", not in "spool")."""
+    """Where ``word`` is a word of ``text``, or one with an inflection ("pool" in "pools" and "pooled"; not in
+    "spool", and "head" not in "header")."""
     out = []
     at = text.find(word)
     while at >= 0 and len(out) < MAX_FOCUS_HITS:
-        if at == 0 or not text[at - 1].isalnum():
+        end = at + len(word)
+        tail = end
+        while tail < len(text) and text[tail].isalnum():
+            tail += 1
+        if (at == 0 or not text[at - 1].isalnum()) and text[end:tail] in _INFLECTIONS:
             out.append(at)
         at = text.find(word, at + 1)
     return out
