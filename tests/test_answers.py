@@ -52,6 +52,7 @@ def test_questions_that_ask_how_many(question: str, kind: str) -> None:
         "Tell me about the day when we met",  # a statement about a time, not a question asking one
         "Fix the cron job that runs whenever the queue is empty",
         "민호는 요즘 무슨 일을 해?",
+        "얼마 전에 얘기한 식당 이름이 뭐였지?",  # 얼마 전: a while ago
     ],
 )
 def test_other_prompts_ask_for_nothing_in_particular(text: str) -> None:

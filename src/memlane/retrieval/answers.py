@@ -38,7 +38,7 @@ _ASKS_TIME_KO = r"언제|며칠|몇\s?월|몇\s?년|몇\s?시|무슨\s?요일|�
 
 # Questions that ask for a quantity: how many, how much, how old, how far, how often, how long (a duration).
 _ASKS_NUMBER = r"\bhow (?:many|much|old|far|often|long)\b"
-_ASKS_NUMBER_KO = r"몇|얼마"
+_ASKS_NUMBER_KO = r"몇|얼마(?!\s?전)"  # 얼마 전: "a while ago", no quantity
 
 _MONTHS = "January|February|March|April|May|June|July|August|September|October|November|December"
 _DAYS = "monday|tuesday|wednesday|thursday|friday|saturday|sunday"
