@@ -499,7 +499,7 @@ _INFLECTIONS = ("", "s", "es", "ed", "d", "ing")
 def _word_starts(text: str, word: str) -> list[int]:
     """Where ``word`` is a word of ``text``, or one with an inflection ("pool" in "pools" and "pooled"; not in
     "spool", and "head" not in "header")."""
-    out = []
+    out: list[int] = []
     at = text.find(word)
     while at >= 0 and len(out) < MAX_FOCUS_HITS:
         end = at + len(word)
