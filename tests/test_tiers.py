@@ -445,6 +445,9 @@ def test_a_gist_shows_the_part_of_a_long_memory_the_prompt_is_about() -> None:
     assert gist(LONG_ANSWER, 50, focus_words("nothing of it here")) == gist(LONG_ANSWER, 50)
     assert gist("Short memory.", 50, ("memory",)) == "Short memory."
     assert focus_words("What is the pool_size now?") == ("now", "pool_size"), "no stop words, no short words"
+    pasted = "Bash: pytest -q F. E TimeoutError: QueuePool limit of size 5 overflow 0 reached, connection timed out"
+    opened = gist(pasted, 50, focus_words("the connection pool times out again"))
+    assert opened.startswith("…connection timed out"), "at the word, or after a clause break just before it"
 
 
 def test_the_injected_index_line_is_centred_on_the_prompt(proj: Path) -> None:

@@ -442,7 +442,7 @@ def _flat(text: str) -> str:
 
 
 _FOCUS_WORD = re.compile(r"[^\W_][\w.-]*[^\W_]")
-FOCUS_LEAD = 12  # characters of context kept before the prompt's word when the gist starts inside a memory
+FOCUS_LEAD = 20  # how far before the prompt's word a gist may open, at a clause break
 MAX_FOCUS_HITS = 64  # occurrences of the prompt's words looked at in one memory
 
 
@@ -485,12 +485,21 @@ def _focus_start(line: str, focus: Sequence[str], limit: int) -> int:
 
     best, most = 0, held(0)
     for at, _ in sorted(found):
-        start = max(0, at - FOCUS_LEAD)
-        space = line.find(" ", start, at)
-        start = space + 1 if space >= 0 else start
-        if (count := held(start)) > most:
+        if (count := held(start := _opening(line, at))) > most:
             best, most = start, count
     return best
+
+
+_CLAUSE = re.compile(r"[.:;,!?)\]]\s")
+
+
+def _opening(line: str, at: int) -> int:
+    """Where a gist that shows the word at ``at`` opens: after the last clause break (". ", ": ", ", ") at most
+    ``FOCUS_LEAD`` characters before it, else at the word itself ("…connection timed out", not "…0 reached,
+    connection timed out")."""
+    lead = max(0, at - FOCUS_LEAD)
+    breaks = [m.end() for m in _CLAUSE.finditer(line, lead, at)]
+    return breaks[-1] if breaks else at
 
 
 _INFLECTIONS = ("", "s", "es", "ed", "d", "ing")
