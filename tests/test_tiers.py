@@ -448,6 +448,8 @@ def test_a_gist_shows_the_part_of_a_long_memory_the_prompt_is_about() -> None:
     pasted = "Bash: pytest -q F. E TimeoutError: QueuePool limit of size 5 overflow 0 reached, connection timed out"
     opened = gist(pasted, 50, focus_words("the connection pool times out again"))
     assert opened.startswith("…connection timed out"), "at the word, or after a clause break just before it"
+    ran = "Bash: DATABASE_URL=postgres://shop@localhost/shop pytest tests/test_pool.py -q .. 2 passed in 0.41s"
+    assert gist(ran, 50, focus_words("pool")).startswith("…tests/test_pool.py"), "a word inside a path: the path"
 
 
 def test_the_injected_index_line_is_centred_on_the_prompt(proj: Path) -> None:

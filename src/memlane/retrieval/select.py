@@ -496,10 +496,13 @@ _CLAUSE = re.compile(r"[.:;,!?)\]]\s")
 def _opening(line: str, at: int) -> int:
     """Where a gist that shows the word at ``at`` opens: after the last clause break (". ", ": ", ", ") at most
     ``FOCUS_LEAD`` characters before it, else at the word itself ("…connection timed out", not "…0 reached,
-    connection timed out")."""
+    connection timed out") or the start of the token it is part of ("…tests/test_pool.py", not "…pool.py")."""
     lead = max(0, at - FOCUS_LEAD)
     breaks = [m.end() for m in _CLAUSE.finditer(line, lead, at)]
-    return breaks[-1] if breaks else at
+    if breaks:
+        return breaks[-1]
+    token = line.rfind(" ", lead, at) + 1  # the word inside a longer token (test_pool.py): the token's start
+    return token if token > 0 else at
 
 
 _INFLECTIONS = ("", "s", "es", "ed", "d", "ing")
