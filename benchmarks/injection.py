@@ -66,14 +66,11 @@ def default_lme() -> Path:
 def ask(store: Any, retriever: Any, index: Any, cfg: Any, query: str, now: datetime | None) -> dict[str, Any]:
     """What the hook path gives ``query``: search order and the two tiers, with the candidates behind them."""
     from memlane.capture.inject import candidates_kept
-    from memlane.retrieval import when
-    from memlane.retrieval.engine import answer_wanted, store_is_dialogue
-    from memlane.retrieval.select import by_support, choose, index_line, tokens
+    from memlane.retrieval.engine import store_is_dialogue, tiers
+    from memlane.retrieval.select import by_support, index_line, tokens
 
     hits = retriever.search(query, limit=cfg.retrieval.candidates, now=now, current_first=False)
-    dialogue = store_is_dialogue(store)
-    history = dialogue and when.asks_about_past(query)  # as Engine.relevant
-    chosen = choose(by_support(hits, candidates_kept(cfg)), index, cfg, store, history, answer_wanted(query, dialogue))
+    chosen = tiers(query, by_support(hits, candidates_kept(cfg)), index, cfg, store, store_is_dialogue(store))
     ranked = retriever.search(query, limit=10, now=now)
     return {
         "search": [h.event.id for h in ranked],

@@ -102,6 +102,14 @@ def answer_wanted(prompt: str, dialogue: bool) -> str | None:
     return kind if kind in answers.REQUIRED else None
 
 
+def tiers(prompt: str, hits: list[Hit], index: Any, cfg: config.Config, store: Any, dialogue: bool) -> Injection:
+    """The two tiers for ``prompt``'s hits (``select.choose``) with what the prompt itself says in a store of
+    dialogue: a question about what happened wants the older memories on its subject too, and a question for a
+    number a memory in full that holds one. The daemon and ``benchmarks/injection.py`` both choose through it."""
+    history = dialogue and when.asks_about_past(prompt)
+    return choose(hits, index, cfg, store, history, answer_wanted(prompt, dialogue))
+
+
 def shaped_config(cfg: config.Config, dialogue: bool) -> config.Config:
     """``cfg`` for the store's shape: in a store of dialogue the index tier's line ``retrieval.dialogue_suggest_lift``
     and one full item per session (``retrieval.dialogue_session_items``), unless the user set ``suggest_lift`` or
@@ -401,10 +409,7 @@ class Engine:
         if cfg.retrieval.cross_project:
             hits.extend(self._other_projects(memory, prompt, cfg.injection.max_results))
             hits.sort(key=lambda h: -h.score)
-        # A question about what happened, in a conversation, wants the older memories on its subject too.
-        dialogue = self.is_dialogue(memory)
-        history = dialogue and when.asks_about_past(prompt)
-        return choose(hits, self.index_for(memory), cfg, memory.store, history, answer_wanted(prompt, dialogue))
+        return tiers(prompt, hits, self.index_for(memory), cfg, memory.store, self.is_dialogue(memory))
 
     def _other_projects(self, memory: Memory, prompt: str, limit: int) -> list[Hit]:
         """Only when the user enabled ``retrieval.cross_project``: memories of their other projects."""
