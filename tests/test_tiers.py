@@ -301,6 +301,24 @@ def test_a_short_question_s_line_shows_its_reply(proj: Path) -> None:
     mem.close()
 
 
+def test_a_question_longer_than_the_gist_is_still_short_enough_to_give_way(proj: Path) -> None:
+    """A question is short by ``select.SHORT_QUESTION_CHARS`` (90), not by the gist (50): one of 60 characters
+    still shows its reply (tied to the gist, such questions lost their replies: conversations dev 0.63 → 0.62)."""
+    from memlane.embed import get_embedder
+    from memlane.retrieval.engine import Engine
+    from memlane.vectors import process_outbox
+
+    mem = Memory.open(proj)
+    cfg = config.load()
+    ask = _event(mem, "agent_response", "Congratulations! Do you have a call sign of your own yet?", pos="0")
+    reply = _event(mem, "user_prompt", "KG7FDL. The last three letters are my initials.", pos="1")
+    process_outbox(mem, get_embedder(mem.config.embedding))
+    assert cfg.injection.gist_chars < len(ask.content) <= 90
+    chosen = choose([Hit(ask, 0.3, {"lift": 1.2}, "suggested")], Engine(cfg).index(mem.project.id), cfg, mem.store)
+    assert [h.event.id for h in chosen.index] == [reply.id]
+    mem.close()
+
+
 def test_a_reply_already_shown_beside_a_full_item_is_not_shown_again(proj: Path) -> None:
     """The prompt that asked for a full item is shown with it; a question whose reply is that prompt gives
     no line of its own."""

@@ -512,17 +512,21 @@ def test_the_full_text_fallback_gives_the_same_answer_for_an_exact_error(one_top
     ).items
 
 
-def test_a_newer_memory_on_the_same_subject_supersedes_the_older(proj: Path, embedder: Any) -> None:
+def _answers(proj: Path, embedder: Any, *answers: tuple[str, str, str]) -> Memory:
+    """The project's memory with these agent answers (session, text, time), one per session, embedded."""
     m = Memory.open(proj)
-    old = "The SQLAlchemy engine uses pool_size=10 and max_overflow=5."
-    new = "The SQLAlchemy engine now uses pool_size=25 and max_overflow=10."
-    m.store.append(
-        [
-            NewEvent("agent_response", "old", old, "1", ts="2026-08-03T10:00:00.000Z"),
-            NewEvent("agent_response", "new", new, "1", ts="2026-09-26T10:00:00.000Z"),
-        ]
-    )
+    m.store.append([NewEvent("agent_response", session, text, "1", ts=ts) for session, text, ts in answers])
     process_outbox(m, embedder)
+    return m
+
+
+def test_a_newer_memory_on_the_same_subject_supersedes_the_older(proj: Path, embedder: Any) -> None:
+    m = _answers(
+        proj,
+        embedder,
+        ("old", "The SQLAlchemy engine uses pool_size=10 and max_overflow=5.", "2026-08-03T10:00:00.000Z"),
+        ("new", "The SQLAlchemy engine now uses pool_size=25 and max_overflow=10.", "2026-09-26T10:00:00.000Z"),
+    )
     found = Engine(m.config).relevant(m, "what pool_size does the SQLAlchemy engine use?")
     assert [h.event.session_id for h in found.hits] == ["new"]  # the older is in neither tier
     m.close()
@@ -996,16 +1000,12 @@ def test_korean_memories_are_not_one_subject_to_an_english_model(proj: Path, emb
     the similarity rule must not hide an older Korean memory behind a newer, unrelated one."""
     from memlane.retrieval.select import supersede
 
-    m = Memory.open(proj)
-    older = "두부가 방광염 진단을 받아서 사료를 처방식으로 바꿨어."
-    newer = "성수동 베이커리에서 다음 주부터 일해. 새벽 다섯 시 출근이야."
-    m.store.append(
-        [
-            NewEvent("agent_response", "march", older, "1", ts="2026-03-26T10:00:00.000Z"),
-            NewEvent("agent_response", "september", newer, "1", ts="2026-09-27T10:00:00.000Z"),
-        ]
+    m = _answers(
+        proj,
+        embedder,
+        ("march", "두부가 방광염 진단을 받아서 사료를 처방식으로 바꿨어.", "2026-03-26T10:00:00.000Z"),
+        ("september", "성수동 베이커리에서 다음 주부터 일해. 새벽 다섯 시 출근이야.", "2026-09-27T10:00:00.000Z"),
     )
-    process_outbox(m, embedder)
     index = Engine(m.config).index_for(m)
     hits = Retriever(m.store, m.config).search("두부 진단, 베이커리 출근", limit=10)
     assert {h.event.session_id for h in hits} == {"march", "september"}

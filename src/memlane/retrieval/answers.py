@@ -17,7 +17,6 @@ that asks when, or how many".
 
 from __future__ import annotations
 
-import functools
 import re
 
 TIME = "time"
@@ -71,16 +70,12 @@ _NUMBER = (
 )
 
 
-@functools.cache
-def _compiled(pattern: str, flags: int = 0) -> re.Pattern[str]:
-    return re.compile(pattern, flags)  # on first use: a prompt that never asks when never pays for it
-
-
 def asks(query: str) -> str | None:
     """The kind of answer ``query`` asks for (``TIME``, ``NUMBER``), or None."""
-    if _compiled(_ASKS_TIME, re.IGNORECASE).search(query) or _compiled(_ASKS_TIME_KO).search(query):
+    # The patterns are strings: ``re`` compiles each on first use and caches it, so a hook that never asks pays nothing.
+    if re.search(_ASKS_TIME, query, re.IGNORECASE) or re.search(_ASKS_TIME_KO, query):
         return TIME
-    if _compiled(_ASKS_NUMBER, re.IGNORECASE).search(query) or _compiled(_ASKS_NUMBER_KO).search(query):
+    if re.search(_ASKS_NUMBER, query, re.IGNORECASE) or re.search(_ASKS_NUMBER_KO, query):
         return NUMBER
     return None
 
@@ -89,7 +84,7 @@ def holds(kind: str, text: str) -> bool:
     """Whether ``text`` holds an answer of ``kind``: for ``TIME``, a date, a day, a month or a time of day; for
     ``NUMBER``, a numeral or a number word."""
     if kind == TIME:
-        return _compiled(_TIME_EN).search(text) is not None or _compiled(_TIME_KO).search(text) is not None
+        return re.search(_TIME_EN, text) is not None or re.search(_TIME_KO, text) is not None
     if kind == NUMBER:
-        return _compiled(_NUMBER, re.IGNORECASE).search(text) is not None
+        return re.search(_NUMBER, text, re.IGNORECASE) is not None
     return False

@@ -390,7 +390,7 @@ class Retriever:
             )
             cosine = near[event_id].similarity if event_id in near else floor
             rows.append((event_id, event, kind, ts, session_id, text, stop, cosine))
-        answering = self._answering(query, rows, rcfg)
+        rows, answering = self._answering(query, rows, rcfg)
         ranked: list[_Candidate] = []
         for event_id, event, kind, ts, session_id, text, stop, cosine in rows:
             sources = {"text": text, "prior": scoring.TYPE_PRIOR.get(kind, 0.5)}
@@ -435,15 +435,15 @@ class Retriever:
                 hit.shown = scoring.tier(scoring.sigmoid(key), hit.sources["rank_lift"], rcfg)
         return hits
 
-    def _answering(self, query: str, rows: list[tuple[Any, ...]], rcfg: Any) -> set[str]:
+    def _answering(self, query: str, rows: list[tuple[Any, ...]], rcfg: Any) -> tuple[list[tuple[Any, ...]], set[str]]:
         """The candidates holding what the query asks for (``answers``: a time, for a question asking when), when
-        ``retrieval.answer_weight`` is on; vector-only candidates are read from the store for it."""
+        ``retrieval.answer_weight`` is on, with ``rows`` (id, event, …) whose vector-only events this read from
+        the store to tell: the ranking keeps them, so they are not read again."""
         if rcfg.answer_weight <= 0 or (kind := answers.asks(query)) not in answers.WEIGHED:
-            return set()
-        events = {row[0]: row[1] for row in rows}
-        unread = [event_id for event_id, event in events.items() if event is None]
-        events.update((e.id, e) for e in self.store.by_ids(unread))
-        return {i for i, event in events.items() if event is not None and answers.holds(kind, event.content)}
+            return rows, set()
+        read = {e.id: e for e in self.store.by_ids([row[0] for row in rows if row[1] is None])}
+        rows = [(row[0], row[1] or read.get(row[0]), *row[2:]) for row in rows]
+        return rows, {row[0] for row in rows if row[1] is not None and answers.holds(kind, row[1].content)}
 
     def _exchange_support(self, ranked: list[_Candidate], weight: float, exclude: set[str]) -> list[_Candidate]:
         """Lift the members of one exchange (a user prompt and what followed it) by each other.
