@@ -470,6 +470,20 @@ def test_a_gist_shows_the_part_of_a_long_memory_the_prompt_is_about() -> None:
     assert gist(ran, 50, focus_words("pool")).startswith("…tests/test_pool.py"), "a word inside a path: the path"
 
 
+def test_a_korean_gist_counts_its_characters_as_two_columns() -> None:
+    from memlane.retrieval.select import gist, tokens
+
+    korean = "오늘 아침에 동물병원 갔는데 방광염이래. 일주일 약 먹이고 다시 오래. 그리고 사료를 처방식으로 바꾸래."
+    english = "This morning I took the cat to the vet and she has cystitis, pills for a week, then a new diet."
+    cut = gist(korean, 50)
+    assert cut == "오늘 아침에 동물병원 갔는데 방광염이래. 일주일 약…", "about 50 columns: 22 Hangul and 6 spaces"
+    assert tokens(cut) <= 0.6 * tokens(korean[:49] + "…"), "half the characters: little more than half the tokens"
+    assert len(gist(english, 50)) == 50, "Latin text: 50 characters, as before"
+    mixed = "CJ대한통운 클라이언트를 app/carriers/cj_logistics.py 에 추가했습니다. 송장번호는 숫자만 허용합니다"
+    assert 30 < len(gist(mixed, 50)) < 50, "a line of both scripts: in between"
+    assert gist("짧은 기억.", 50) == "짧은 기억.", "a short memory whole"
+
+
 def test_the_injected_index_line_is_centred_on_the_prompt(proj: Path) -> None:
     mem = Memory.open(proj)
     answer = _event(mem, "agent_response", LONG_ANSWER)

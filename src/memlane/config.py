@@ -120,7 +120,9 @@ class InjectionConfig(Section):
     index_max: int = _f(8, "Most index lines (the 'suggested' tier: citation, time and a one-line gist) per prompt.")
     index_tokens: int = _f(150, "Token budget of a prompt's index lines (about 4 characters a token).")
     gist_chars: int = _f(
-        50, "Length of an index line's gist (characters), from the prompt's first word in it when that comes late."
+        50,
+        "Length of an index line's gist in columns (a Korean, Chinese or Japanese character takes two), from the "
+        "prompt's first word in it when that comes late.",
     )
     full_chars: int = _f(1000, "Most characters of one memory injected in full (its share of the room may be less).")
     session_start_recent: int = _f(5, "Recent prompts listed at session start.")
