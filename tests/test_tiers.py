@@ -484,6 +484,16 @@ def test_a_korean_gist_counts_its_characters_as_two_columns() -> None:
     assert gist("짧은 기억.", 50) == "짧은 기억.", "a short memory whole"
 
 
+def test_a_korean_gist_is_centred_on_the_prompt_s_words_whatever_their_particles() -> None:
+    from memlane.retrieval.select import focus_words, gist
+
+    assert {"두부", "병원", "진단"} <= set(focus_words("두부가 병원에서 받은 진단은?")), "particles off"
+    turn = "응, 아빠가 차로 데려다주신대. 그리고 이번 주말에는 두부는 케이지에 넣고 안정제도 처방받았어."
+    assert gist(turn, 50).startswith("응, 아빠가")
+    assert gist(turn, 50, focus_words("두부가 어떻게 이동했어?")) == "…그리고 이번 주말에는 두부는 케이지에 넣고 안정…"
+    assert gist(turn, 50, focus_words("부가 뭐야?")).startswith("응,"), "a word inside another is no match"
+
+
 def test_the_injected_index_line_is_centred_on_the_prompt(proj: Path) -> None:
     mem = Memory.open(proj)
     answer = _event(mem, "agent_response", LONG_ANSWER)
