@@ -79,6 +79,13 @@ def test_a_word_ending_like_a_particle_is_looked_up_whole() -> None:
     assert lex.translate("테스트 결과 보여줘") == ["result"]
 
 
+def test_a_lexicon_translates_a_conjugated_verb_by_its_root() -> None:
+    """줄였더라 (줄이다, "reduce", past) meets the glossary's 줄이기 (shrink); 닫아서 its 닫기 (close)."""
+    lex = Lexicon([("shrink", 3), ("shrinks", 1), ("closing", 4), ("closed", 2), ("image", 9)])
+    assert lex.translate("이미지 어떻게 줄였더라?") == ["image", "shrink", "shrinks"]
+    assert lex.translate("탭 닫아서 생기는 에러") == ["closing", "closed"]
+
+
 # ---- the build, on message catalogs written here -------------------------------------------------------------
 
 

@@ -19,6 +19,8 @@ import functools
 import re
 from importlib import resources
 
+from memlane.retrieval import predicates
+
 # A loanword or a noun is often a verb with 하다 or 되다 in a prompt (캐시해, 배포했어, 머지된): the stem is the word.
 # In this order (``loanwords.stem``): the first ending that fits is cut.
 PROMPT_ENDINGS = (
@@ -87,7 +89,8 @@ def targets() -> frozenset[str]:
 
 
 def english(word: str) -> tuple[str, ...]:
-    """The English keys of the Korean ``word`` (its particle already stripped), as it is or without its ending."""
+    """The English keys of the Korean ``word`` (its particle already stripped): as it is, without its 하다/되다
+    ending, or by the root of the verb it conjugates (``predicates``)."""
     known = entries()
     word = without_request(word)
     if word in FRAME:
@@ -95,4 +98,20 @@ def english(word: str) -> tuple[str, ...]:
     for form in dict.fromkeys((word, stem(word))):
         if len(form) >= MIN_SYLLABLES and form in known:
             return known[form]
+    # A conjugated verb (줄였더라, 멈춰버려요) by its root, as a glossary word made from the same verb has it.
+    verbs = by_root()
+    for root in predicates.prompt_roots(word):
+        if root in verbs:
+            return verbs[root]
     return ()
+
+
+@functools.cache
+def by_root() -> dict[str, tuple[str, ...]]:
+    """The glossary's words made from a verb, by the verb's root (``predicates.glossary_root``): 닫기 → 닫. Of two
+    with one root the first in the file's order (닫기 before 닫을)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for korean, keys in entries().items():
+        if (root := predicates.glossary_root(korean)) and root not in out:
+            out[root] = keys
+    return out
