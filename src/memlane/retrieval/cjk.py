@@ -38,6 +38,14 @@ def has_hangul(text: str) -> bool:
 _SYLLABLE_FIRST = 0xAC00
 
 
+def jamo(syllable: str) -> tuple[int, int, int] | None:
+    """A Hangul syllable's (initial consonant, vowel, final consonant) indices, or None for any other character."""
+    code = ord(syllable) - _SYLLABLE_FIRST
+    if not 0 <= code < 11172:  # 19 initials x 21 vowels x 28 finals
+        return None
+    return code // 588, (code // 28) % 21, code % 28
+
+
 def final_consonant(syllable: str) -> int:
     """The index of a Hangul syllable's final consonant (받침): 0 for none, 20 for ㅆ (the past ending of 했, 였)."""
     return (ord(syllable) - _SYLLABLE_FIRST) % 28

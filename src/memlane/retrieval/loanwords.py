@@ -26,12 +26,11 @@ import re
 from collections.abc import Iterable
 
 from memlane.retrieval import glossary
-from memlane.retrieval.cjk import content_word
+from memlane.retrieval.cjk import content_word, jamo
 from memlane.retrieval.per_store import PerStore
 
 # ---- Hangul ---------------------------------------------------------------------------------------------
 
-_S_BASE, _S_LAST = 0xAC00, 0xD7A3
 # Initial consonants ㄱㄲㄴㄷㄸㄹㅁㅂㅃㅅㅆㅇㅈㅉㅊㅋㅌㅍㅎ as classes (ㅇ is silent at the start of a syllable).
 _INITIAL = ("K", "K", "N", "T", "T", "L", "M", "B", "B", "S", "S", "", "S", "S", "S", "K", "T", "B", "H")
 # Final consonants (none, ㄱ ㄲ ㄳ ㄴ ㄵ ㄶ ㄷ ㄹ ㄺ ㄻ ㄼ ㄽ ㄾ ㄿ ㅀ ㅁ ㅂ ㅄ ㅅ ㅆ ㅇ ㅈ ㅊ ㅋ ㅌ ㅍ ㅎ): a final
@@ -65,11 +64,9 @@ NATIVE = frozenset(_NATIVE_WORDS.split())
 def _syllables(word: str) -> list[tuple[int, int, int]] | None:
     out = []
     for ch in word:
-        code = ord(ch)
-        if not _S_BASE <= code <= _S_LAST:
+        if (parts := jamo(ch)) is None:
             return None
-        idx = code - _S_BASE
-        out.append((idx // 588, (idx % 588) // 28, idx % 28))
+        out.append(parts)
     return out
 
 

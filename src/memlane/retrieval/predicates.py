@@ -15,7 +15,9 @@ it is. Stdlib only.
 
 from __future__ import annotations
 
-_BASE, _LAST = 0xAC00, 0xD7A3
+from memlane.retrieval.cjk import jamo
+
+_BASE = 0xAC00
 _VOWELS, _FINALS = 21, 28
 # Vowel indices (ㅏ ㅐ ㅑ ㅒ ㅓ ㅔ ㅕ ㅖ ㅗ ㅘ ㅙ ㅚ ㅛ ㅜ ㅝ ㅞ ㅟ ㅠ ㅡ ㅢ ㅣ) and final-consonant indices used here.
 V_A, V_EO, V_YEO, V_O, V_WA, V_U, V_WO, V_EU, V_I = 0, 4, 6, 8, 9, 13, 14, 18, 20
@@ -33,20 +35,13 @@ _ENDINGS = (
 _DERIVED = ("기", "음", "은", "는", "을", "게")
 
 
-def _parts(syllable: str) -> tuple[int, int, int] | None:
-    code = ord(syllable) - _BASE
-    if not 0 <= code <= _LAST - _BASE:
-        return None
-    return code // (_VOWELS * _FINALS), (code // _FINALS) % _VOWELS, code % _FINALS
-
-
 def _join(initial: int, vowel: int, final: int) -> str:
     return chr(_BASE + (initial * _VOWELS + vowel) * _FINALS + final)
 
 
 def _with_last(word: str, vowel: int | None = None, final: int = 0) -> str:
     """``word`` with its last syllable's vowel (when given) and final consonant replaced."""
-    parts = _parts(word[-1])
+    parts = jamo(word[-1])
     assert parts is not None
     return word[:-1] + _join(parts[0], parts[1] if vowel is None else vowel, final)
 
@@ -58,7 +53,7 @@ _UNDONE = {V_YEO: (V_I, V_YEO), V_WO: (V_U,), V_WA: (V_O,), V_EO: (V_EU, V_EO), 
 
 def _uncontract(word: str) -> list[str]:
     """The stems a last syllable of vowel ㅕ, ㅝ, ㅘ, ㅓ or ㅏ (no final, or the past's ㅆ) may have merged from."""
-    parts = _parts(word[-1])
+    parts = jamo(word[-1])
     if parts is None or parts[2] not in (0, F_SS):
         return []
     if parts[1] in (V_EO, V_A) and parts[0] == _SILENT:  # 었 / 았 / 어 / 아 on their own: the stem is before them
@@ -69,7 +64,7 @@ def _uncontract(word: str) -> list[str]:
 def prompt_roots(word: str) -> list[str]:
     """The roots a prompt's word may conjugate (줄였더라 → 줄이; 멈춰버려요 → 멈추; 닫아서 → 닫; 깨졌네 → 깨지),
     nearest first; [] for a word of one syllable or one that ends in no verb ending."""
-    if len(word) < 2 or _parts(word[-1]) is None:
+    if len(word) < 2 or jamo(word[-1]) is None:
         return []
     seen: dict[str, None] = {}
     layer = [word]
@@ -90,7 +85,7 @@ def glossary_root(word: str) -> str | None:
     for ending in _DERIVED:
         if word.endswith(ending):
             return word[: -len(ending)]
-    parts = _parts(word[-1])
+    parts = jamo(word[-1])
     if parts is not None and parts[2] in (F_M, F_N):  # 멈춤, 느린: the ending is the last syllable's final ㅁ / ㄴ
         return _with_last(word, final=0)
     return None
