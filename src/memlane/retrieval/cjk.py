@@ -46,6 +46,11 @@ def jamo(syllable: str) -> tuple[int, int, int] | None:
     return code // 588, (code // 28) % 21, code % 28
 
 
+def syllable(initial: int, vowel: int, final: int) -> str:
+    """The Hangul syllable of these indices (``jamo``'s inverse)."""
+    return chr(_SYLLABLE_FIRST + initial * 588 + vowel * 28 + final)
+
+
 def final_consonant(syllable: str) -> int:
     """The index of a Hangul syllable's final consonant (받침): 0 for none, 20 for ㅆ (the past ending of 했, 였)."""
     return (ord(syllable) - _SYLLABLE_FIRST) % 28

@@ -15,10 +15,8 @@ it is. Stdlib only.
 
 from __future__ import annotations
 
-from memlane.retrieval.cjk import jamo
+from memlane.retrieval.cjk import jamo, syllable
 
-_BASE = 0xAC00
-_VOWELS, _FINALS = 21, 28
 # Vowel indices (ㅏ ㅐ ㅑ ㅒ ㅓ ㅔ ㅕ ㅖ ㅗ ㅘ ㅙ ㅚ ㅛ ㅜ ㅝ ㅞ ㅟ ㅠ ㅡ ㅢ ㅣ) and final-consonant indices used here.
 V_A, V_EO, V_YEO, V_O, V_WA, V_U, V_WO, V_EU, V_I = 0, 4, 6, 8, 9, 13, 14, 18, 20
 F_N, F_M, F_SS = 4, 16, 20
@@ -35,15 +33,11 @@ _ENDINGS = (
 _DERIVED = ("기", "음", "은", "는", "을", "게")
 
 
-def _join(initial: int, vowel: int, final: int) -> str:
-    return chr(_BASE + (initial * _VOWELS + vowel) * _FINALS + final)
-
-
 def _with_last(word: str, vowel: int | None = None, final: int = 0) -> str:
     """``word`` with its last syllable's vowel (when given) and final consonant replaced."""
     parts = jamo(word[-1])
     assert parts is not None
-    return word[:-1] + _join(parts[0], parts[1] if vowel is None else vowel, final)
+    return word[:-1] + syllable(parts[0], parts[1] if vowel is None else vowel, final)
 
 
 # A contracted last syllable (the stem's vowel merged with the ending's 어/아) and the stem vowels it may stand

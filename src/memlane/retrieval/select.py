@@ -450,18 +450,14 @@ MAX_FOCUS_HITS = 64  # occurrences of the prompt's words looked at in one memory
 def focus_words(prompt: str) -> tuple[str, ...]:
     """The words of ``prompt`` a gist is centred on: three letters or more, no stop words, lower case; Korean
     words of two syllables or more without their particle."""
-    from memlane.retrieval.cjk import content_word
+    from memlane.retrieval.cjk import content_word, has_hangul
     from memlane.store.fulltext import STOPWORDS
 
     words = {w.lower() for w in _FOCUS_WORD.findall(prompt[:2000])}
-    out = {w for w in words if len(w) >= 3 and w not in STOPWORDS and not _is_hangul(w[-1])}
+    out = {w for w in words if len(w) >= 3 and w not in STOPWORDS and not has_hangul(w[-1])}
     # A Korean word without its particle (두부가 → 두부), which a memory glues another one to (두부는).
-    out.update(stem for w in words if _is_hangul(w[-1]) and len(stem := content_word(w)) >= 2)
+    out.update(stem for w in words if has_hangul(w[-1]) and len(stem := content_word(w)) >= 2)
     return tuple(sorted(out))
-
-
-def _is_hangul(ch: str) -> bool:
-    return "\uac00" <= ch <= "\ud7a3"
 
 
 def gist(text: str, limit: int, focus: Sequence[str] = ()) -> str:
@@ -539,6 +535,9 @@ _INFLECTIONS = ("", "s", "es", "ed", "d", "ing")
 def _word_starts(text: str, word: str) -> list[int]:
     """Where ``word`` is a word of ``text``, or one with an inflection ("pool" in "pools" and "pooled"; not in
     "spool", and "head" not in "header")."""
+    from memlane.retrieval.cjk import has_hangul
+
+    korean = has_hangul(word[-1])  # a Korean word takes any particle or ending after it (두부는, 병원에서)
     out: list[int] = []
     at = text.find(word)
     while at >= 0 and len(out) < MAX_FOCUS_HITS:
@@ -546,8 +545,7 @@ def _word_starts(text: str, word: str) -> list[int]:
         tail = end
         while tail < len(text) and text[tail].isalnum():
             tail += 1
-        # A Korean word takes any particle or ending after it (두부는, 병원에서).
-        if (at == 0 or not text[at - 1].isalnum()) and (_is_hangul(word[-1]) or text[end:tail] in _INFLECTIONS):
+        if (at == 0 or not text[at - 1].isalnum()) and (korean or text[end:tail] in _INFLECTIONS):
             out.append(at)
         at = text.find(word, at + 1)
     return out
