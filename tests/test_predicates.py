@@ -29,6 +29,8 @@ def test_a_conjugated_verb_gives_its_root(word: str, root: str) -> None:
 def test_a_word_without_a_verb_ending_gives_no_root() -> None:
     assert prompt_roots("가") == [], "one syllable"
     assert prompt_roots("주소") == [] and prompt_roots("배포") == [], "nouns end in no ending"
+    assert prompt_roots("") == [] and prompt_roots("deploy") == [] and glossary_root("") is None, "not Korean"
+    assert glossary.english("") == () and glossary.english("3월에") == (), "nothing to translate, no error"
 
 
 def test_a_glossary_word_made_from_a_verb_gives_the_verb_s_root() -> None:
