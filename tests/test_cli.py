@@ -217,6 +217,7 @@ def test_doctor_names_the_multilingual_model_for_korean_prompts(
     check = language()
     assert check is not None and check["warn"] and not check["ok"]
     assert "5 of your latest 9 prompts" in str(check["detail"]) and "multilingual-e5-small" in str(check["fix"])
+    assert "not by meaning" in str(check["detail"])  # what the English model lacks; not a claim e5 finds English
     _code, out = invoke(proj, "doctor")
     assert "warn" in out and "language" in out
     monkeypatch.setenv("MEMLANE_RETRIEVAL_CJK_VECTORS", "true")

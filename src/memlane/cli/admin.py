@@ -493,8 +493,9 @@ def _language_check() -> list[Check]:
             "language",
             False,
             f"{cjk} of your latest {len(prompts)} prompts are Korean, Chinese or Japanese, and the model "
-            f"({cfg.embedding.model}) is English-only: such prompts find English memories only through a shared "
-            "word, an identifier or a loanword (도커 → docker)",
+            f"({cfg.embedding.model}) is English-only: memories written in those languages are found by their words "
+            "alone, not by meaning (a Korean prompt reaches English memories through shared words, identifiers, "
+            "loanwords and the glossary)",
             f"{install}memlane config set embedding.model {embed.E5_SMALL} (multilingual; re-embeds the store)",
             warn=True,
         )
